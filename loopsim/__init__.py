@@ -1,0 +1,114 @@
+"""loopsim: test and simulate agent loops without models, network or waiting.
+
+loopsim contains a Python implementation of Microsoft Agent Framework's LoopAgent and
+background agents and runs them against scripted fake chat clients on a virtual clock.
+
+Example:
+    >>> import loopsim
+    >>> client = loopsim.ScriptedChatClient([loopsim.Turn("done", delay=3600)])
+    >>> agent = loopsim.Agent(client, name="slow")
+    >>> clock = loopsim.VirtualClock()
+    >>> clock.run(agent.run, "go").text, clock.elapsed
+    ('done', 3600.0)
+
+This module only re-exports; the implementation lives in private modules.
+"""
+
+from ._agents import Agent as Agent
+from ._agents import AgentMiddleware as AgentMiddleware
+from ._agents import AgentRunContext as AgentRunContext
+from ._agents import AgentSession as AgentSession
+from ._agents import BaseAgent as BaseAgent
+from ._agents import ContextProvider as ContextProvider
+from ._agents import DelegatingAgent as DelegatingAgent
+from ._agents import FunctionTool as FunctionTool
+from ._agents import ResponseStream as ResponseStream
+from ._agents import SessionContext as SessionContext
+from ._agents import SupportsAgentRun as SupportsAgentRun
+from ._agents import tool as tool
+from ._clients import ChatClient as ChatClient
+from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import ScriptedChatClient as ScriptedChatClient
+from ._clients import Turn as Turn
+from ._clock import VirtualClock as VirtualClock
+from ._clock import simulate as simulate
+from ._errors import LoopsimError as LoopsimError
+from ._errors import ReplayMismatchError as ReplayMismatchError
+from ._errors import ScenarioError as ScenarioError
+from ._errors import ScriptExhaustedError as ScriptExhaustedError
+from ._errors import SimulationDeadlock as SimulationDeadlock
+from ._errors import SimulationError as SimulationError
+from ._errors import TranscriptError as TranscriptError
+from ._messages import AgentResponse as AgentResponse
+from ._messages import AgentResponseUpdate as AgentResponseUpdate
+from ._messages import ChatOptions as ChatOptions
+from ._messages import ChatRequest as ChatRequest
+from ._messages import ChatResponse as ChatResponse
+from ._messages import ChatResponseUpdate as ChatResponseUpdate
+from ._messages import DataContent as DataContent
+from ._messages import ErrorContent as ErrorContent
+from ._messages import FunctionApprovalRequestContent as FunctionApprovalRequestContent
+from ._messages import FunctionApprovalResponseContent as FunctionApprovalResponseContent
+from ._messages import FunctionCallContent as FunctionCallContent
+from ._messages import FunctionResultContent as FunctionResultContent
+from ._messages import Message as Message
+from ._messages import TextContent as TextContent
+from ._messages import UriContent as UriContent
+from ._messages import Usage as Usage
+from ._messages import UsageContent as UsageContent
+from ._version import __version__ as __version__
+
+# --- loop (issue 3): LoopAgent, evaluators, AgentLoopMiddleware ---
+# --- end loop ---
+
+# --- background (issue 4): BackgroundAgentsProvider, harness ---
+# --- end background ---
+
+# --- transcript (issue 6): recorder, replay, rendering ---
+# --- end transcript ---
+
+__all__ = [
+    "Agent",
+    "AgentMiddleware",
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "AgentRunContext",
+    "AgentSession",
+    "BaseAgent",
+    "ChatClient",
+    "ChatOptions",
+    "ChatRequest",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "ContextProvider",
+    "DataContent",
+    "DelegatingAgent",
+    "ErrorContent",
+    "FunctionApprovalRequestContent",
+    "FunctionApprovalResponseContent",
+    "FunctionCallContent",
+    "FunctionChatClient",
+    "FunctionResultContent",
+    "FunctionTool",
+    "LoopsimError",
+    "Message",
+    "ReplayMismatchError",
+    "ResponseStream",
+    "ScenarioError",
+    "ScriptExhaustedError",
+    "ScriptedChatClient",
+    "SessionContext",
+    "SimulationDeadlock",
+    "SimulationError",
+    "SupportsAgentRun",
+    "TextContent",
+    "TranscriptError",
+    "Turn",
+    "UriContent",
+    "Usage",
+    "UsageContent",
+    "VirtualClock",
+    "__version__",
+    "simulate",
+    "tool",
+]

@@ -1,0 +1,42 @@
+"""Agents, sessions, history stores, tools, context providers and middleware."""
+
+from ._agent import Agent, AgentMiddleware, AgentRunContext, ContextProvider, SessionContext
+from ._base import (
+    BaseAgent,
+    DelegatingAgent,
+    ResponseStream,
+    RunOptions,
+    SupportsAgentRun,
+    maybe_await,
+)
+from ._session import (
+    HISTORY_STORES,
+    AgentSession,
+    ConversationService,
+    HistoryStoreKind,
+    MessageView,
+)
+from ._tools import ApprovalMode, FunctionTool, ToolArgumentError, tool
+
+__all__ = [
+    "HISTORY_STORES",
+    "Agent",
+    "AgentMiddleware",
+    "AgentRunContext",
+    "AgentSession",
+    "ApprovalMode",
+    "BaseAgent",
+    "ContextProvider",
+    "ConversationService",
+    "DelegatingAgent",
+    "FunctionTool",
+    "HistoryStoreKind",
+    "MessageView",
+    "ResponseStream",
+    "RunOptions",
+    "SessionContext",
+    "SupportsAgentRun",
+    "ToolArgumentError",
+    "maybe_await",
+    "tool",
+]

@@ -1,0 +1,549 @@
+"""Agent: the chat agent with its function-invocation loop, providers and middleware."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .. import _trace
+from .._clients import ChatClient
+from .._messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionApprovalRequestContent,
+    FunctionApprovalResponseContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    MessagesInput,
+    Usage,
+    normalize_messages,
+)
+from ._base import BaseAgent, ResponseStream, RunOptions, close_quietly
+from ._session import AgentSession, HistoryStoreKind, MessageView
+from ._tools import FunctionTool
+
+__all__ = [
+    "Agent",
+    "AgentMiddleware",
+    "AgentRunContext",
+    "ContextProvider",
+    "SessionContext",
+]
+
+T = TypeVar("T")
+DEFAULT_MAX_TOOL_ROUNDS = 40
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """What context providers add to one run (and, in ``after_run``, what it answered).
+
+    Attributes:
+        input_messages: the caller's messages for this run.
+        instructions: extra instructions, in the order providers added them.
+        tools: extra tools offered for this run.
+        context_messages: messages sent before the input but not stored in history.
+        response: the run's response (set before ``after_run``).
+    """
+
+    input_messages: Sequence[Message]
+    instructions: list[str] = field(default_factory=list)
+    tools: list[FunctionTool] = field(default_factory=list)
+    context_messages: list[Message] = field(default_factory=list)
+    response: AgentResponse | None = None
+
+    def extend_instructions(self, source_id: str, instructions: Iterable[str]) -> None:  # noqa: ARG002 - upstream signature
+        """Add instructions for this run."""
+        self.instructions.extend(instructions)
+
+    def extend_tools(self, source_id: str, tools: Iterable[FunctionTool]) -> None:  # noqa: ARG002 - upstream signature
+        """Offer more tools for this run."""
+        self.tools.extend(tools)
+
+    def extend_messages(self, source_id: str, messages: Iterable[Message]) -> None:  # noqa: ARG002 - upstream signature
+        """Send more messages (after history, before the input) for this run."""
+        self.context_messages.extend(messages)
+
+
+class ContextProvider:
+    """Adds instructions, tools and messages to an agent's runs, with per-session state.
+
+    ``state`` is this provider's JSON-safe dict inside ``session.state[source_id]``.
+    ``get_service`` on the agent finds providers by type, which is how evaluators such as
+    ``BackgroundTaskCompletionLoopEvaluator`` find theirs.
+    """
+
+    def __init__(self, source_id: str) -> None:
+        if not source_id:
+            msg = "source_id must be a non-empty string"
+            raise ValueError(msg)
+        self.source_id = source_id
+
+    async def before_run(
+        self,
+        *,
+        agent: Agent,
+        session: AgentSession,
+        context: SessionContext,
+        state: dict[str, Any],
+    ) -> None:
+        """Called before every run, with this provider's state."""
+
+    async def after_run(
+        self,
+        *,
+        agent: Agent,
+        session: AgentSession,
+        context: SessionContext,
+        state: dict[str, Any],
+    ) -> None:
+        """Called after every run that finished, with ``context.response`` set."""
+
+
+@dataclass(slots=True)
+class AgentRunContext:
+    """What agent middleware sees and may change: the run's input and, after, its result.
+
+    ``result`` is an :class:`~loopsim.AgentResponse` after ``call_next()`` in a
+    non-streaming run, and a :class:`ResponseStream` in a streaming one.
+    """
+
+    agent: Agent
+    messages: list[Message]
+    session: AgentSession | None
+    options: dict[str, Any]
+    stream: bool
+    result: AgentResponse | ResponseStream | None = None
+
+
+CallNext = Callable[[], Awaitable[None]]
+
+
+class AgentMiddleware:
+    """Wraps an agent's runs: ``process`` may change the context and call ``call_next``
+    (any number of times — ``AgentLoopMiddleware`` re-invokes through it)."""
+
+    async def process(self, context: AgentRunContext, call_next: CallNext) -> None:  # noqa: ARG002 - the default ignores the context
+        """Default: pass through."""
+        await call_next()
+
+
+def _json_safe(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+class Agent(BaseAgent):
+    """The chat agent: sends history + new messages to a chat client, runs the tools the
+    model asks for, and calls the client again until it answers without tool calls.
+
+    Shaped like the upstream Python ``Agent`` so the seeds' samples run with only the
+    import line changed. A tool with ``approval_mode="always_require"`` is not run: the
+    response carries a :class:`~loopsim.FunctionApprovalRequestContent` instead and the
+    run ends; send a :class:`~loopsim.FunctionApprovalResponseContent` in a later run to
+    run (or reject) it. A tool that raises, or is unknown, becomes an error result the
+    model sees.
+
+    Example:
+        >>> import loopsim
+        >>> @loopsim.tool
+        ... def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> client = loopsim.ScriptedChatClient([
+        ...     loopsim.Message("assistant", [loopsim.FunctionCallContent(
+        ...         call_id="c1", name="add", arguments={"a": 2, "b": 3})]),
+        ...     "2 + 3 = 5",
+        ... ])
+        >>> agent = loopsim.Agent(client, name="calc", tools=[add])
+        >>> loopsim.simulate(agent.run, "what is 2 + 3?").text
+        '2 + 3 = 5'
+        >>> client.requests[1].messages[-1].contents[0].result
+        5
+    """
+
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        name: str | None = None,
+        instructions: str | None = None,
+        tools: Sequence[FunctionTool | Callable[..., Any]] = (),
+        context_providers: Sequence[ContextProvider] = (),
+        middleware: Sequence[AgentMiddleware] = (),
+        description: str | None = None,
+        id: str | None = None,
+        history_store: HistoryStoreKind = "in_memory",
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    ) -> None:
+        super().__init__(name=name, id=id, description=description, history_store=history_store)
+        if client is None or not hasattr(client, "get_response"):
+            msg = f"client must be a chat client (with get_response), got {type(client).__name__}"
+            raise TypeError(msg)
+        if max_tool_rounds < 1:
+            msg = f"max_tool_rounds must be >= 1, got {max_tool_rounds}"
+            raise ValueError(msg)
+        self.client = client
+        self.instructions = instructions
+        self.tools: list[FunctionTool] = [
+            t if isinstance(t, FunctionTool) else FunctionTool(t) for t in tools
+        ]
+        self.context_providers: list[ContextProvider] = list(context_providers)
+        self.middleware: list[AgentMiddleware] = list(middleware)
+        self.max_tool_rounds = max_tool_rounds
+        self._label = name or self.id
+
+    def get_service(self, service_type: type[T]) -> T | None:
+        """This agent, else the first context provider (then middleware) of that type."""
+        if isinstance(self, service_type):
+            return self
+        for candidate in (*self.context_providers, *self.middleware):
+            if isinstance(candidate, service_type):
+                return candidate
+        return None
+
+    # -- entry points -------------------------------------------------------------------
+
+    async def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentResponse:
+        """Run once: providers, the model/tool loop, history, providers again."""
+        context = AgentRunContext(
+            self, normalize_messages(messages), session, dict(options or {}), stream=False
+        )
+        await self._pipeline(context, 0)
+        result = context.result
+        if isinstance(result, ResponseStream):
+            return await result.get_final_response()
+        if not isinstance(result, AgentResponse):
+            got = type(result).__name__
+            msg = f"agent {self._label!r}: middleware left no AgentResponse (got {got})"
+            raise TypeError(msg)
+        return result
+
+    def run_stream(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+    ) -> ResponseStream:
+        """Run once, streaming updates; the merged final messages equal ``run``'s."""
+        context = AgentRunContext(
+            self, normalize_messages(messages), session, dict(options or {}), stream=True
+        )
+        return ResponseStream(self._stream_through_pipeline(context))
+
+    async def _stream_through_pipeline(
+        self, context: AgentRunContext
+    ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
+        await self._pipeline(context, 0)
+        result = context.result
+        if isinstance(result, AgentResponse):
+            yield result
+            return
+        if not isinstance(result, ResponseStream):
+            msg = f"agent {self._label!r}: middleware left no stream (got {type(result).__name__})"
+            raise TypeError(msg)
+        try:
+            async for update in result:
+                yield update
+            yield await result.get_final_response()
+        finally:
+            await result.aclose()
+
+    async def _pipeline(self, context: AgentRunContext, index: int) -> None:
+        if index < len(self.middleware):
+
+            async def call_next() -> None:
+                await self._pipeline(context, index + 1)
+
+            await self.middleware[index].process(context, call_next)
+            return
+        session = context.session if context.session is not None else self.create_session()
+        source = self._invoke(list(context.messages), session, context.options, context.stream)
+        if context.stream:
+            context.result = ResponseStream(source)
+        else:
+            result: AgentResponse | None = None
+            try:
+                async for item in source:
+                    if isinstance(item, AgentResponse):
+                        result = item
+            finally:
+                await close_quietly(source)
+            context.result = result
+
+    # -- the core -----------------------------------------------------------------------
+
+    async def _run(
+        self, messages: list[Message], session: AgentSession, options: RunOptions
+    ) -> AgentResponse:  # BaseAgent hook; Agent.run goes through the pipeline instead
+        return await self.run(messages, session=session, options=options)
+
+    async def _invoke(
+        self,
+        input_messages: list[Message],
+        session: AgentSession,
+        options: dict[str, Any],
+        stream: bool,
+    ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
+        context = SessionContext(input_messages=input_messages)
+        for provider in self.context_providers:
+            await provider.before_run(
+                agent=self,
+                session=session,
+                context=context,
+                state=session.state.setdefault(provider.source_id, {}),
+            )
+        chat_options = self._chat_options(context, options)
+        history = session.history()
+        prefix = (*context.context_messages, *input_messages)
+        produced: list[Message] = []
+        usage: Usage | None = None
+        response_id: str | None = None
+
+        approvals = [
+            c
+            for m in input_messages
+            for c in m.contents
+            if isinstance(c, FunctionApprovalResponseContent)
+        ]
+        if approvals:
+            result_message = await self._answer_approvals(approvals, session)
+            produced.append(result_message)
+            if stream:
+                yield _to_update(result_message, None, self.id)
+
+        for round_number in range(1, self.max_tool_rounds + 1):
+            request = MessageView(history, len(history), (*prefix, *produced))
+            _trace.emit(
+                "model_request",
+                agent=self._label,
+                session=session.session_id,
+                messages=request,
+                tools=chat_options.tool_names,
+            )
+            try:
+                held: list[ChatResponseUpdate] = []
+                if stream:
+                    chat_updates: list[ChatResponseUpdate] = []
+                    async for chat_update in self.client.get_streaming_response(
+                        request, options=chat_options
+                    ):
+                        chat_updates.append(chat_update)
+                        # Calls wait until we know whether they need approval.
+                        if any(isinstance(c, FunctionCallContent) for c in chat_update.contents):
+                            held.append(chat_update)
+                        else:
+                            yield _update_from_chat(chat_update, self.id)
+                    chat_response = ChatResponse.from_updates(chat_updates)
+                else:
+                    chat_response = await self.client.get_response(request, options=chat_options)
+            except Exception as exc:
+                _note(
+                    exc,
+                    f"while agent {self._label!r} (session {session.session_id}) "
+                    f"waited for model turn {round_number} of this run",
+                )
+                raise
+            _trace.emit(
+                "model_response",
+                agent=self._label,
+                session=session.session_id,
+                messages=list(chat_response.messages),
+                usage=chat_response.usage,
+                response_id=chat_response.response_id,
+            )
+            if chat_response.usage is not None:
+                usage = chat_response.usage if usage is None else usage + chat_response.usage
+            response_id = chat_response.response_id or response_id
+            calls = [
+                c
+                for m in chat_response.messages
+                for c in m.contents
+                if isinstance(c, FunctionCallContent)
+            ]
+            if not calls:
+                produced.extend(chat_response.messages)
+                break
+            pending = {c.call_id for c in calls if self._requires_approval(c.name, chat_options)}
+            for chat_update in held:
+                yield _update_from_chat(_with_approval_requests(chat_update, pending), self.id)
+            if pending:
+                produced.extend(_with_approval_requests(m, pending) for m in chat_response.messages)
+                runnable = [c for c in calls if c.call_id not in pending]
+                if runnable:
+                    tool_message = await self._run_tools(runnable, chat_options, session)
+                    produced.append(tool_message)
+                    if stream:
+                        yield _to_update(tool_message, response_id, self.id)
+                break
+            produced.extend(chat_response.messages)
+            tool_message = await self._run_tools(calls, chat_options, session)
+            produced.append(tool_message)
+            if stream:
+                yield _to_update(tool_message, response_id, self.id)
+
+        response = AgentResponse(
+            produced,
+            response_id=response_id or _trace.next_id("resp"),
+            agent_id=self.id,
+            usage=usage,
+        )
+        session.add_messages([*input_messages, *produced])
+        context.response = response
+        for provider in self.context_providers:
+            await provider.after_run(
+                agent=self,
+                session=session,
+                context=context,
+                state=session.state.setdefault(provider.source_id, {}),
+            )
+        yield response
+
+    def _chat_options(self, context: SessionContext, options: dict[str, Any]) -> ChatOptions:
+        parts = [
+            p for p in (self.instructions, *context.instructions, options.get("instructions")) if p
+        ]
+        tools = [*self.tools, *context.tools, *options.get("tools", ())]
+        return ChatOptions(
+            instructions="\n\n".join(parts) if parts else None,
+            tools=tools,
+            response_format=options.get("response_format"),
+            additional_properties={
+                k: v
+                for k, v in options.items()
+                if k not in ("instructions", "tools", "response_format")
+            },
+        )
+
+    @staticmethod
+    def _find_tool(name: str, options: ChatOptions) -> FunctionTool | None:
+        for candidate in options.tools:
+            if getattr(candidate, "name", None) == name:
+                return candidate  # type: ignore[no-any-return] # tools are FunctionTools
+        return None
+
+    def _requires_approval(self, name: str, options: ChatOptions) -> bool:
+        found = self._find_tool(name, options)
+        return found is not None and found.approval_mode == "always_require"
+
+    async def _run_tools(
+        self, calls: Sequence[FunctionCallContent], options: ChatOptions, session: AgentSession
+    ) -> Message:
+        # Sequential, in call order: deterministic, and a blocking tool (a background wait)
+        # still lets every earlier call finish first.
+        results = [await self._call_tool(call, options, session) for call in calls]
+        return Message("tool", results, message_id=_trace.next_id("msg"))
+
+    async def _call_tool(
+        self, call: FunctionCallContent, options: ChatOptions, session: AgentSession
+    ) -> FunctionResultContent:
+        _trace.emit(
+            "tool_call",
+            agent=self._label,
+            session=session.session_id,
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+        )
+        found = self._find_tool(call.name, options)
+        if found is None:
+            offered = ", ".join(options.tool_names) or "none"
+            result = FunctionResultContent(
+                call_id=call.call_id,
+                error=f"unknown tool {call.name!r}; tools offered this turn: {offered}",
+            )
+        else:
+            try:
+                value = await found.invoke(call.arguments)
+            except Exception as exc:  # noqa: BLE001 - the model sees the error, the run goes on
+                result = FunctionResultContent(
+                    call_id=call.call_id, error=f"{type(exc).__name__}: {exc}"
+                )
+            else:
+                result = FunctionResultContent(call_id=call.call_id, result=_json_safe(value))
+        _trace.emit(
+            "tool_result",
+            agent=self._label,
+            session=session.session_id,
+            call_id=call.call_id,
+            name=call.name,
+            result=result.result,
+            error=result.error,
+        )
+        return result
+
+    async def _answer_approvals(
+        self, approvals: Sequence[FunctionApprovalResponseContent], session: AgentSession
+    ) -> Message:
+        options = ChatOptions(tools=self.tools)
+        results: list[FunctionResultContent] = []
+        for approval in approvals:
+            if approval.approved:
+                results.append(await self._call_tool(approval.function_call, options, session))
+            else:
+                results.append(
+                    FunctionResultContent(
+                        call_id=approval.function_call.call_id,
+                        error="the user rejected this tool call",
+                    )
+                )
+        return Message("tool", results, message_id=_trace.next_id("msg"))
+
+
+def _note(exc: BaseException, text: str) -> None:
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(text)
+
+
+_M = TypeVar("_M", Message, ChatResponseUpdate)
+
+
+def _with_approval_requests(message: _M, pending: set[str]) -> _M:
+    """``message`` with each pending call replaced by an approval request for it."""
+    if not pending:
+        return message
+    contents = [
+        FunctionApprovalRequestContent(id=c.call_id, function_call=c)
+        if isinstance(c, FunctionCallContent) and c.call_id in pending
+        else c
+        for c in message.contents
+    ]
+    return message.model_copy(update={"contents": contents})
+
+
+def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentResponseUpdate:
+    return AgentResponseUpdate(
+        update.role,
+        update.contents,
+        author_name=update.author_name,
+        message_id=update.message_id,
+        response_id=update.response_id,
+        agent_id=agent_id,
+    )
+
+
+def _to_update(message: Message, response_id: str | None, agent_id: str) -> AgentResponseUpdate:
+    return AgentResponseUpdate(
+        message.role,
+        message.contents,
+        author_name=message.author_name,
+        message_id=message.message_id,
+        response_id=response_id,
+        agent_id=agent_id,
+    )

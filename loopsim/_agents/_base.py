@@ -1,0 +1,319 @@
+"""The agent protocol, response streams, and the base and delegating agents."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
+from contextlib import suppress
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from typing_extensions import Self
+
+from .. import _trace
+from .._messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    Message,
+    MessagesInput,
+    normalize_messages,
+)
+from ._session import AgentSession, HistoryStoreKind
+
+__all__ = [
+    "BaseAgent",
+    "DelegatingAgent",
+    "ResponseStream",
+    "RunOptions",
+    "SupportsAgentRun",
+    "maybe_await",
+]
+
+T = TypeVar("T")
+RunOptions = Mapping[str, Any]
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """Await ``value`` when it is awaitable (user callbacks may be sync or async)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+@runtime_checkable
+class SupportsAgentRun(Protocol):
+    """What LoopAgent, the background provider and the harness need from an agent.
+
+    Structural: any object with these members works, so a user's own test double can be
+    wrapped by a LoopAgent.
+    """
+
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+
+    async def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> AgentResponse: ...
+
+    def run_stream(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> AsyncIterator[AgentResponseUpdate]: ...
+
+    def create_session(self) -> Any: ...
+    def serialize_session(self, session: Any) -> dict[str, Any]: ...
+    def deserialize_session(self, data: dict[str, Any]) -> Any: ...
+    def get_service(self, service_type: type[T]) -> T | None: ...
+
+
+class ResponseStream(AsyncIterator[AgentResponseUpdate]):
+    """The updates of a streaming run, plus the run's final response.
+
+    Iterate it for the updates; ``await stream.get_final_response()`` drains what is
+    left and returns the merged :class:`~loopsim.AgentResponse`. Use it as an async
+    context manager (or call :meth:`aclose`) to stop early without leaking the run.
+    """
+
+    def __init__(self, source: AsyncIterable[AgentResponseUpdate | AgentResponse]) -> None:
+        self._source = source.__aiter__()
+        self._updates: list[AgentResponseUpdate] = []
+        self._final: AgentResponse | None = None
+        self._done = False
+
+    def __aiter__(self) -> ResponseStream:
+        return self
+
+    async def __anext__(self) -> AgentResponseUpdate:
+        while not self._done:
+            try:
+                item = await self._source.__anext__()
+            except StopAsyncIteration:
+                self._done = True
+                break
+            if isinstance(item, AgentResponse):
+                self._final = item
+                continue
+            self._updates.append(item)
+            return item
+        raise StopAsyncIteration
+
+    @property
+    def updates(self) -> list[AgentResponseUpdate]:
+        """The updates seen so far."""
+        return self._updates
+
+    async def get_final_response(self) -> AgentResponse:
+        """Drain the stream and return the run's response."""
+        async for _ in self:
+            pass
+        if self._final is not None:
+            return self._final
+        return AgentResponse.from_updates(self._updates)
+
+    async def aclose(self) -> None:
+        """Stop the run early."""
+        self._done = True
+        aclose = getattr(self._source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def close_quietly(stream: AsyncIterator[Any]) -> None:
+    """Close an async iterator if it can be closed."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        with suppress(StopAsyncIteration):
+            await aclose()
+
+
+class BaseAgent:
+    """Session plumbing for custom agents: subclass and implement :meth:`_run`.
+
+    ``run_stream`` defaults to one update per message of ``_run``'s response; override
+    ``_run_stream`` for real streaming.
+
+    Example:
+        >>> import loopsim
+        >>> class Shouter(loopsim.BaseAgent):
+        ...     async def _run(self, messages, session, options):
+        ...         reply = loopsim.Message.assistant(messages[-1].text.upper())
+        ...         return loopsim.AgentResponse(reply)
+        >>> loopsim.simulate(Shouter(name="shouter").run, "hey").text
+        'HEY'
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        description: str | None = None,
+        history_store: HistoryStoreKind = "in_memory",
+    ) -> None:
+        self._name = name
+        self._id = id or name or type(self).__name__
+        self._description = description
+        self.history_store: HistoryStoreKind = history_store
+
+    @property
+    def name(self) -> str | None:
+        """The agent's name (background agents are addressed by it)."""
+        return self._name
+
+    @property
+    def id(self) -> str:
+        """A stable id: the given id, else the name, else the class name."""
+        return self._id
+
+    @property
+    def description(self) -> str | None:
+        """What the agent is for."""
+        return self._description
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r})"
+
+    def create_session(self) -> AgentSession:
+        """A new, empty session using this agent's history store."""
+        session = AgentSession(history_store=self.history_store)
+        _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
+        return session
+
+    def serialize_session(self, session: AgentSession) -> dict[str, Any]:
+        """A JSON-safe snapshot of ``session``."""
+        if not isinstance(session, AgentSession):
+            msg = f"{self!r} can only serialize an AgentSession, got {type(session).__name__}"
+            raise TypeError(msg)
+        return session.to_dict()
+
+    def deserialize_session(self, data: dict[str, Any]) -> AgentSession:
+        """Restore a snapshot made by :meth:`serialize_session` as a new session object."""
+        session = AgentSession.from_dict(data)
+        _trace.emit("session_restored", agent=self._name or self._id, session=session.session_id)
+        return session
+
+    def get_service(self, service_type: type[T]) -> T | None:
+        """This agent when it is a ``service_type``, else None (subclasses add more)."""
+        return self if isinstance(self, service_type) else None
+
+    async def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+    ) -> AgentResponse:
+        """Run once on ``messages`` (a str, a Message or a sequence of them)."""
+        return await self._run(
+            normalize_messages(messages), session or self.create_session(), options or {}
+        )
+
+    def run_stream(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: AgentSession | None = None,
+        options: RunOptions | None = None,
+    ) -> ResponseStream:
+        """Run once, streaming updates."""
+        return ResponseStream(
+            self._run_stream(
+                normalize_messages(messages), session or self.create_session(), options or {}
+            )
+        )
+
+    async def _run(
+        self, messages: list[Message], session: AgentSession, options: RunOptions
+    ) -> AgentResponse:
+        raise NotImplementedError
+
+    async def _run_stream(
+        self, messages: list[Message], session: AgentSession, options: RunOptions
+    ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
+        response = await self._run(messages, session, options)
+        for message in response.messages:
+            yield AgentResponseUpdate(
+                message.role,
+                message.contents,
+                author_name=message.author_name,
+                message_id=message.message_id,
+                response_id=response.response_id,
+                agent_id=response.agent_id,
+            )
+        yield response
+
+
+class DelegatingAgent:
+    """Forwards everything to ``inner``; subclass it to decorate an agent.
+
+    ``get_service`` answers with this agent when it matches, else asks ``inner``.
+    """
+
+    def __init__(self, inner: SupportsAgentRun) -> None:
+        if inner is None:
+            msg = "inner agent must not be None"
+            raise TypeError(msg)
+        self.inner = inner
+
+    @property
+    def name(self) -> str | None:
+        return self.inner.name
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def description(self) -> str | None:
+        return self.inner.description
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+    async def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> AgentResponse:
+        return await self.inner.run(messages, session=session, options=options)
+
+    def run_stream(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        return self.inner.run_stream(messages, session=session, options=options)
+
+    def create_session(self) -> Any:
+        return self.inner.create_session()
+
+    def serialize_session(self, session: Any) -> dict[str, Any]:
+        return self.inner.serialize_session(session)
+
+    def deserialize_session(self, data: dict[str, Any]) -> Any:
+        return self.inner.deserialize_session(data)
+
+    def get_service(self, service_type: type[T]) -> T | None:
+        if isinstance(self, service_type):
+            return self
+        return self.inner.get_service(service_type)

@@ -1,0 +1,252 @@
+"""Sessions and the three history stores.
+
+A session holds JSON-safe ``state`` (context providers keep their data there) and a
+history store. The stores differ in what a *snapshot* of the session captures, which is
+what decides whether a fresh-context clone (LoopAgent) is really fresh:
+
+* ``in_memory``: the messages are in the snapshot — a restored clone starts from the
+  snapshot's history and diverges from the original.
+* ``service_conversation``: the snapshot holds only a conversation id on a simulated
+  service — every clone appends to and sees the one shared history.
+* ``service_response_chain``: the snapshot holds the id of the last response; each turn
+  is a new response pointing at its parent, so clones fork cleanly.
+
+The simulated service lives per simulation (it is "remote", so it survives a simulated
+process restart, like the real one would).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, overload
+
+from .. import _trace
+from .._messages import MESSAGES_ADAPTER, Message
+
+__all__ = [
+    "HISTORY_STORES",
+    "AgentSession",
+    "ConversationService",
+    "HistoryStoreKind",
+    "MessageView",
+    "conversation_service",
+]
+
+HistoryStoreKind = Literal["in_memory", "service_conversation", "service_response_chain"]
+HISTORY_STORES: tuple[HistoryStoreKind, ...] = (
+    "in_memory",
+    "service_conversation",
+    "service_response_chain",
+)
+SESSION_FORMAT = "loopsim.session"
+
+
+class MessageView(Sequence[Message]):
+    """A read-only view of the first ``stop`` items of ``base`` followed by ``tail``.
+
+    Lets an agent hand the whole history to a client without copying it: O(1) to make,
+    and it does not change when the history grows afterwards.
+    """
+
+    __slots__ = ("_base", "_stop", "_tail")
+
+    def __init__(self, base: Sequence[Message], stop: int, tail: Sequence[Message] = ()) -> None:
+        self._base = base
+        self._stop = stop
+        self._tail = tuple(tail)
+
+    def __len__(self) -> int:
+        return self._stop + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(index)
+        return self._base[index] if index < self._stop else self._tail[index - self._stop]
+
+    def __iter__(self) -> Iterator[Message]:
+        for i in range(self._stop):
+            yield self._base[i]
+        yield from self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=False))
+
+    __hash__ = None  # type: ignore[assignment] # mutable-looking sequence: not hashable
+
+    def __repr__(self) -> str:
+        return f"MessageView({list(self)!r})"
+
+
+@dataclass(slots=True)
+class _ResponseNode:
+    parent: str | None
+    history: list[Message]
+    length: int
+
+
+@dataclass(slots=True)
+class ConversationService:
+    """The simulated remote store behind the two ``service_*`` history stores."""
+
+    conversations: dict[str, list[Message]] = field(default_factory=dict)
+    responses: dict[str, _ResponseNode] = field(default_factory=dict)
+
+    def new_conversation(self) -> str:
+        conversation_id = _trace.next_id("conv")
+        self.conversations[conversation_id] = []
+        return conversation_id
+
+    def conversation(self, conversation_id: str) -> list[Message]:
+        try:
+            return self.conversations[conversation_id]
+        except KeyError:
+            msg = f"unknown conversation id {conversation_id!r} on the simulated service"
+            raise KeyError(msg) from None
+
+    def chain_view(self, response_id: str | None) -> MessageView:
+        if response_id is None:
+            return MessageView((), 0)
+        node = self._node(response_id)
+        return MessageView(node.history, node.length)
+
+    def append_response(self, parent: str | None, messages: Sequence[Message]) -> str:
+        """Store a turn as a new response after ``parent``; returns its id.
+
+        A linear chain shares one list (amortised O(1) per turn); forking from a response
+        that already has a child copies the prefix once.
+        """
+        if parent is None:
+            history: list[Message] = []
+            length = 0
+        else:
+            node = self._node(parent)
+            history, length = node.history, node.length
+            if len(history) != length:  # someone already extended this list: fork
+                history = history[:length]
+        history.extend(messages)
+        response_id = _trace.next_id("resp-chain")
+        self.responses[response_id] = _ResponseNode(parent, history, len(history))
+        return response_id
+
+    def _node(self, response_id: str) -> _ResponseNode:
+        try:
+            return self.responses[response_id]
+        except KeyError:
+            msg = f"unknown response id {response_id!r} on the simulated service"
+            raise KeyError(msg) from None
+
+
+def conversation_service() -> ConversationService:
+    """The simulated service of the current simulation (created on first use)."""
+    resources = _trace.current().resources
+    service = resources.get("conversation_service")
+    if service is None:
+        service = resources["conversation_service"] = ConversationService()
+    assert isinstance(service, ConversationService)  # noqa: S101 - only we store this key
+    return service
+
+
+class AgentSession:
+    """A conversation's state: an id, JSON-safe ``state`` and a history store.
+
+    Attributes:
+        session_id: deterministic id (``session-0001``), kept across serialization.
+        state: JSON-safe dict; context providers keep their data under their source id.
+        history_store: which of the three stores holds the messages.
+        service_session_id: the conversation id or last response id for ``service_*``
+            stores (None for ``in_memory``, or before the first turn of a chain).
+    """
+
+    __slots__ = ("_messages", "history_store", "service_session_id", "session_id", "state")
+
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        history_store: HistoryStoreKind = "in_memory",
+        state: dict[str, Any] | None = None,
+        service_session_id: str | None = None,
+        messages: Sequence[Message] = (),
+    ) -> None:
+        if history_store not in HISTORY_STORES:
+            msg = f"history_store must be one of {', '.join(HISTORY_STORES)}; got {history_store!r}"
+            raise ValueError(msg)
+        self.session_id = session_id or _trace.next_id("session")
+        self.history_store: HistoryStoreKind = history_store
+        self.state: dict[str, Any] = {} if state is None else state
+        self._messages: list[Message] = list(messages)
+        if history_store == "service_conversation" and service_session_id is None:
+            service_session_id = conversation_service().new_conversation()
+        self.service_session_id = service_session_id
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentSession(session_id={self.session_id!r}, history_store={self.history_store!r}, "
+            f"messages={len(self.history())})"
+        )
+
+    def history(self) -> MessageView:
+        """The conversation so far, as a cheap read-only view."""
+        if self.history_store == "in_memory":
+            return MessageView(self._messages, len(self._messages))
+        service = conversation_service()
+        if self.history_store == "service_conversation":
+            assert self.service_session_id is not None  # noqa: S101 - set in __init__
+            messages = service.conversation(self.service_session_id)
+            return MessageView(messages, len(messages))
+        return service.chain_view(self.service_session_id)
+
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append one turn's messages to the history."""
+        if self.history_store == "in_memory":
+            self._messages.extend(messages)
+        elif self.history_store == "service_conversation":
+            assert self.service_session_id is not None  # noqa: S101 - set in __init__
+            conversation_service().conversation(self.service_session_id).extend(messages)
+        else:
+            self.service_session_id = conversation_service().append_response(
+                self.service_session_id, messages
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe snapshot (see the module docstring for what each store keeps)."""
+        data: dict[str, Any] = {
+            "type": SESSION_FORMAT,
+            "session_id": self.session_id,
+            "history_store": self.history_store,
+            "state": copy.deepcopy(self.state),
+        }
+        if self.history_store == "in_memory":
+            data["messages"] = MESSAGES_ADAPTER.dump_python(self._messages, mode="json")
+        else:
+            data["service_session_id"] = self.service_session_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentSession:
+        """Restore a snapshot made by :meth:`to_dict` (same session id, fresh object)."""
+        if not isinstance(data, dict) or data.get("type") != SESSION_FORMAT:
+            msg = f"not a serialized loopsim session (expected type {SESSION_FORMAT!r})"
+            raise ValueError(msg)
+        store = data.get("history_store", "in_memory")
+        messages = MESSAGES_ADAPTER.validate_python(data.get("messages", []))
+        return cls(
+            session_id=data["session_id"],
+            history_store=store,
+            state=copy.deepcopy(data.get("state", {})),
+            service_session_id=data.get("service_session_id"),
+            messages=messages,
+        )

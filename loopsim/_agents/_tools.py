@@ -1,0 +1,138 @@
+"""Function tools: a callable the model may call by name, with validated arguments."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+__all__ = ["ApprovalMode", "FunctionTool", "ToolArgumentError", "tool"]
+
+ApprovalMode = Literal["never_require", "always_require"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolArgumentError(ValueError):
+    """The model called a tool with arguments that do not fit its signature."""
+
+
+class FunctionTool:
+    """A tool the model can call: name, description, JSON schema and the function.
+
+    Arguments from the model are validated against the function's signature (pydantic),
+    so ``task_id: int`` rejects ``"three"`` with a readable error the model sees.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        approval_mode: ApprovalMode = "never_require",
+    ) -> None:
+        if not callable(fn):
+            msg = f"tool fn must be callable, got {type(fn).__name__}"
+            raise TypeError(msg)
+        if approval_mode not in ("never_require", "always_require"):
+            msg = (
+                f"approval_mode must be 'never_require' or 'always_require', got {approval_mode!r}"
+            )
+            raise ValueError(msg)
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not self.name:
+            msg = "tool name must not be empty"
+            raise ValueError(msg)
+        self.description = description if description is not None else inspect.getdoc(fn) or ""
+        self.approval_mode: ApprovalMode = approval_mode
+        self._model = _arguments_model(fn, self.name)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool(name={self.name!r}, approval_mode={self.approval_mode!r})"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        return self._model.model_json_schema()
+
+    async def invoke(self, arguments: dict[str, Any] | None = None) -> Any:
+        """Validate ``arguments`` and call the function (awaiting it if async)."""
+        try:
+            parsed = self._model.model_validate(arguments or {})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            msg = f"invalid arguments for tool {self.name!r}: {problems}"
+            raise ToolArgumentError(msg) from None
+        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        result = self.fn(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    signature = inspect.signature(fn)
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    model: type[BaseModel] = create_model(
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+@overload
+def tool(
+    fn: F,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval_mode: ApprovalMode = "never_require",
+) -> FunctionTool: ...
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval_mode: ApprovalMode = "never_require",
+) -> Callable[[F], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval_mode: ApprovalMode = "never_require",
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a :class:`FunctionTool` from a sync or async callable; usable as a decorator.
+
+    Example:
+        >>> import loopsim
+        >>> @loopsim.tool(approval_mode="always_require")
+        ... def delete_file(path: str) -> str:
+        ...     return f"deleted {path}"
+        >>> delete_file.name, delete_file.approval_mode
+        ('delete_file', 'always_require')
+    """
+
+    def make(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, approval_mode=approval_mode)
+
+    return make if fn is None else make(fn)
+
+
+AsyncToolFn = Callable[..., Awaitable[Any]]

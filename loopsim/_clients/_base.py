@@ -1,0 +1,104 @@
+"""Shared machinery of the fake clients: request log, ids and stream splitting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+
+from .. import _trace
+from .._messages import (
+    ChatOptions,
+    ChatRequest,
+    ChatResponse,
+    ChatResponseUpdate,
+    Message,
+    TextContent,
+    UsageContent,
+)
+
+__all__ = ["FakeChatClient", "split_into_updates"]
+
+_CHUNK = re.compile(r"\s*\S+\s*|\s+")
+_NO_OPTIONS = ChatOptions()
+
+
+def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
+    """Split a response into the updates a streaming model would send.
+
+    Text is cut into word-sized chunks (whitespace kept, so merging restores it exactly);
+    every other content is one update; usage comes last as a ``UsageContent`` update.
+    Every update carries its message's id and the response id, so
+    ``ChatResponse.from_updates`` gives back the same messages.
+    """
+    updates: list[ChatResponseUpdate] = []
+    for message in response.messages:
+        for content in message.contents:
+            pieces = (
+                [TextContent(text=t) for t in _CHUNK.findall(content.text)] or [content]
+                if isinstance(content, TextContent)
+                else [content]
+            )
+            updates.extend(
+                ChatResponseUpdate(
+                    message.role,
+                    [piece],
+                    author_name=message.author_name,
+                    message_id=message.message_id,
+                    response_id=response.response_id,
+                )
+                for piece in pieces
+            )
+    if response.usage is not None:
+        updates.append(
+            ChatResponseUpdate(
+                "assistant",
+                [UsageContent(usage=response.usage)],
+                response_id=response.response_id,
+            )
+        )
+    return updates
+
+
+class FakeChatClient:
+    """Base of the inspectable fakes: records requests, stamps ids, streams by splitting."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.requests: list[ChatRequest] = []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, requests={len(self.requests)})"
+
+    async def _answer(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    async def get_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Record the request and answer it."""
+        request = ChatRequest(messages, options or _NO_OPTIONS)
+        self.requests.append(request)
+        return _stamp_ids(await self._answer(request))
+
+    async def get_streaming_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Record the request and answer it as a stream of updates."""
+        response = await self.get_response(messages, options=options)
+        for update in split_into_updates(response):
+            yield update
+
+
+def _stamp_ids(response: ChatResponse) -> ChatResponse:
+    """Give the response and each of its messages a deterministic id where they lack one."""
+    if response.response_id is not None and all(m.message_id for m in response.messages):
+        return response
+    messages = [
+        m if m.message_id else m.model_copy(update={"message_id": _trace.next_id("msg")})
+        for m in response.messages
+    ]
+    return ChatResponse(
+        messages,
+        response_id=response.response_id or _trace.next_id("resp"),
+        usage=response.usage,
+    )

@@ -1,0 +1,130 @@
+"""ScriptedChatClient: replies come from a script, one item per turn."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import anyio
+
+from .. import _trace
+from .._errors import ScriptExhaustedError
+from .._messages import ChatRequest, ChatResponse, Message, Usage
+from ._base import FakeChatClient, split_into_updates
+
+__all__ = ["ScriptItem", "ScriptedChatClient", "Turn", "split_into_updates"]
+
+Reply = str | Message | ChatResponse | BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One script entry with options: ``Turn("done", delay=30.0, usage=Usage(...))``.
+
+    Args:
+        item: a str (assistant reply), a Message, a ChatResponse or an exception to raise.
+        delay: virtual seconds the model "thinks" before answering (>= 0).
+        usage: usage to report with the reply (replaces the ChatResponse's own).
+    """
+
+    item: Reply
+    delay: float = 0.0
+    usage: Usage | None = None
+
+    def __init__(self, item: Reply, *, delay: float = 0.0, usage: Usage | None = None) -> None:
+        _check_item(item, "item")
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+            msg = f"delay must be a number of seconds, got {type(delay).__name__}"
+            raise TypeError(msg)
+        if not math.isfinite(delay) or delay < 0:
+            msg = f"delay must be a finite number >= 0, got {delay!r}"
+            raise ValueError(msg)
+        object.__setattr__(self, "item", item)
+        object.__setattr__(self, "delay", float(delay))
+        object.__setattr__(self, "usage", usage)
+
+
+ScriptItem = Reply | Turn
+
+
+def _check_item(item: object, where: str) -> None:
+    if not isinstance(item, (str, Message, ChatResponse, BaseException, Turn)):
+        msg = (
+            f"{where} must be a str, Message, ChatResponse, exception or Turn, "
+            f"got {type(item).__name__}"
+        )
+        raise TypeError(msg)
+
+
+def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
+    if isinstance(item, str):
+        response = ChatResponse(Message.assistant(item))
+    elif isinstance(item, Message):
+        response = ChatResponse(item)
+    else:
+        assert isinstance(item, ChatResponse)  # noqa: S101 - narrowed by _check_item
+        response = item
+    if usage is not None:
+        response = response.model_copy(update={"usage": usage})
+    return response
+
+
+class ScriptedChatClient(FakeChatClient):
+    """A chat client that answers from a script, one item per turn, and fails loudly.
+
+    Each item is a ``str`` (an assistant reply), a ``Message``, a ``ChatResponse``, an
+    exception instance (raised on that turn) or a :class:`Turn` wrapping one of those
+    with a virtual ``delay`` and ``usage``. Past the end of the script it raises
+    :class:`~loopsim.ScriptExhaustedError` naming the client, the turn and the last
+    request — it never cycles or invents a default reply.
+
+    Example:
+        >>> import loopsim
+        >>> client = loopsim.ScriptedChatClient(["hi", loopsim.Turn("later", delay=60)])
+        >>> async def main():
+        ...     first = await client.get_response([loopsim.Message.user("hello")])
+        ...     second = await client.get_response([loopsim.Message.user("again")])
+        ...     return first.text, second.text
+        >>> loopsim.simulate(main)
+        ('hi', 'later')
+        >>> len(client.requests), client.remaining
+        (2, ())
+    """
+
+    def __init__(self, turns: Iterable[ScriptItem], *, name: str | None = None) -> None:
+        super().__init__(name or "scripted")
+        items = list(turns)
+        for index, item in enumerate(items):
+            _check_item(item, f"turns[{index}]")
+        self._script: list[ScriptItem] = items
+        self._next = 0
+
+    @property
+    def remaining(self) -> tuple[ScriptItem, ...]:
+        """The script items not yet used."""
+        return tuple(self._script[self._next :])
+
+    @property
+    def turn(self) -> int:
+        """How many turns have been answered (or attempted) so far."""
+        return self._next
+
+    async def _answer(self, request: ChatRequest) -> ChatResponse:
+        if self._next >= len(self._script):
+            trace = _trace.active()
+            raise ScriptExhaustedError(
+                self.name,
+                len(self.requests),
+                request,
+                virtual_time=None if trace is None else trace.time(),
+                seed=None if trace is None else trace.seed,
+            )
+        entry = self._script[self._next]
+        self._next += 1
+        turn = entry if isinstance(entry, Turn) else Turn(entry)
+        if turn.delay > 0:
+            await anyio.sleep(turn.delay)
+        if isinstance(turn.item, BaseException):
+            raise turn.item
+        return _as_response(turn.item, turn.usage)

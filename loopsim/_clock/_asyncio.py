@@ -1,0 +1,286 @@
+"""asyncio backend: an event loop whose ``time()`` is virtual and whose idle wait jumps.
+
+Prior art: looptime (a loop whose time is decoupled from the real clock) and trio's
+``MockClock(autojump_threshold=0)``. The idea taken from both: the loop never *sleeps*;
+when it would block with nothing ready, time moves straight to the next timer.
+
+The loop owns a selector that wraps the real one. ``BaseEventLoop._run_once`` asks the
+selector to block only when no callback is ready; the wrapper first polls the real
+selector without blocking (so I/O and thread wake-ups that already arrived are handled
+before time moves), then decides:
+
+* a worker thread is busy → block for real; virtual time stands still until it reports
+  (busy = a token of the default thread limiter is borrowed, or an executor job runs);
+* the program watches real sockets/pipes → give them a short real grace period;
+* a timer is pending → jump virtual time to exactly that timer's deadline;
+* nothing can ever wake the loop → declare a :class:`SimulationDeadlock` (unless a
+  task sits in anyio's worker-thread call with its own limiter: then wait for real).
+
+Timers due at the same instant fire in the order they were scheduled: CPython orders
+its timer heap by deadline only, so ties would follow heap layout; the loop's timer
+handles carry a sequence number as a tie-breaker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import selectors
+from collections.abc import Callable, Mapping
+from contextvars import Context
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from typing_extensions import TypeVarTuple, Unpack
+
+from ._session import IO_GRACE, IO_WAIT, THREAD_WAIT, Session, describe_task, waits_on_thread
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from _typeshed import FileDescriptorLike
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+_Ready = list[tuple[selectors.SelectorKey, int]]
+
+
+class _SequencedTimerHandle(asyncio.TimerHandle):
+    """A timer handle ordered by ``(deadline, scheduling order)``."""
+
+    __slots__ = ("_seq",)
+
+    def __init__(
+        self,
+        when: float,
+        callback: Callable[..., object],
+        args: tuple[Any, ...],
+        loop: asyncio.AbstractEventLoop,
+        context: Context | None,
+        *,
+        seq: int,
+    ) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self._seq = seq
+
+    def _key(self) -> tuple[float, int]:
+        return (self.when(), self._seq)
+
+    def __lt__(self, other: asyncio.TimerHandle) -> bool:
+        if isinstance(other, _SequencedTimerHandle):
+            return self._key() < other._key()
+        return super().__lt__(other)
+
+    def __le__(self, other: asyncio.TimerHandle) -> bool:
+        if isinstance(other, _SequencedTimerHandle):
+            return self._key() <= other._key()
+        return super().__le__(other)
+
+    def __gt__(self, other: asyncio.TimerHandle) -> bool:
+        if isinstance(other, _SequencedTimerHandle):
+            return self._key() > other._key()
+        return super().__gt__(other)
+
+    def __ge__(self, other: asyncio.TimerHandle) -> bool:
+        if isinstance(other, _SequencedTimerHandle):
+            return self._key() >= other._key()
+        return super().__ge__(other)
+
+    # Ordering is refined, equality is CPython's (same deadline, callback and args).
+    __hash__ = asyncio.TimerHandle.__hash__
+
+
+class _IdleAwareSelector(selectors.BaseSelector):
+    """The real selector, except that a blocking ``select`` is decided by the loop."""
+
+    def __init__(self) -> None:
+        self._real = selectors.DefaultSelector()
+        self._fds: set[int] = set()
+        self._own_fds: frozenset[int] = frozenset()
+        self.on_idle: Callable[[float | None], _Ready] | None = None
+
+    def seal(self) -> None:
+        """Everything registered so far (the loop's self-pipe) is the loop's own."""
+        self._own_fds = frozenset(self._fds)
+
+    @property
+    def watches_io(self) -> bool:
+        """True when the program itself waits on a real file descriptor."""
+        return not self._fds <= self._own_fds
+
+    def register(
+        self, fileobj: FileDescriptorLike, events: int, data: Any = None
+    ) -> selectors.SelectorKey:
+        key = self._real.register(fileobj, events, data)
+        self._fds.add(key.fd)
+        return key
+
+    def unregister(self, fileobj: FileDescriptorLike) -> selectors.SelectorKey:
+        key = self._real.unregister(fileobj)
+        self._fds.discard(key.fd)
+        return key
+
+    def modify(
+        self, fileobj: FileDescriptorLike, events: int, data: Any = None
+    ) -> selectors.SelectorKey:
+        return self._real.modify(fileobj, events, data)
+
+    def get_map(self) -> Mapping[FileDescriptorLike, selectors.SelectorKey]:
+        return self._real.get_map()
+
+    def close(self) -> None:
+        self._real.close()
+
+    def wait(self, timeout: float) -> _Ready:
+        """A real, blocking select."""
+        return self._real.select(timeout)
+
+    def select(self, timeout: float | None = None) -> _Ready:
+        # Whatever already arrived (I/O, a thread's call_soon_threadsafe wake-up) is
+        # handled before virtual time may move.
+        ready = self._real.select(0)
+        if ready or (timeout is not None and timeout <= 0):
+            return ready
+        if self.on_idle is None:
+            return self._real.select(timeout)
+        return self.on_idle(timeout)
+
+
+class VirtualEventLoop(asyncio.SelectorEventLoop):
+    """A selector event loop on the virtual clock of one :class:`Session`.
+
+    Built by :func:`run_asyncio` through anyio's ``loop_factory`` backend option, used
+    for one run and closed by the runner: it is never installed as the policy's loop.
+    """
+
+    def __init__(self, session: Session[Any]) -> None:
+        self._idle_selector = _IdleAwareSelector()
+        super().__init__(self._idle_selector)
+        self._idle_selector.seal()
+        self._idle_selector.on_idle = self._on_idle
+        self._session = session
+        self._vclock = session.clock
+        self._timer_seq = itertools.count()
+        self._executor_jobs = 0
+        self._root_task: asyncio.Task[Any] | None = None
+        session.on_start = self._on_start
+
+    def time(self) -> float:
+        # Virtual seconds since the clock's start: small numbers, so sub-microsecond
+        # deadlines stay exact (looptime's advice: never start at an epoch-sized value).
+        return self._vclock._elapsed
+
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[Ts]], object],
+        *args: Unpack[Ts],
+        context: Context | None = None,
+    ) -> asyncio.TimerHandle:
+        # Same contract as BaseEventLoop.call_at; only the handle type differs, so that
+        # equal deadlines fire in scheduling order.
+        if self.is_closed():
+            msg = "Event loop is closed"
+            raise RuntimeError(msg)
+        if self.get_debug():
+            self._check_thread()  # type: ignore[attr-defined]  # asyncio's debug-mode check
+        timer = _SequencedTimerHandle(
+            when, callback, args, self, context, seq=next(self._timer_seq)
+        )
+        heapq.heappush(self._timer_heap(), timer)
+        timer._scheduled = True  # type: ignore[attr-defined]  # TimerHandle slot, set as CPython does
+        return timer
+
+    def run_in_executor(
+        self, executor: Executor | None, func: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]
+    ) -> asyncio.Future[T]:
+        # asyncio.to_thread and getaddrinfo end up here: while such a job runs, virtual
+        # time must not move (the job's result comes "instantly" in virtual time).
+        future = super().run_in_executor(executor, func, *args)
+        self._executor_jobs += 1
+        future.add_done_callback(self._executor_job_done)
+        return future
+
+    def _executor_job_done(self, _future: asyncio.Future[Any]) -> None:
+        self._executor_jobs -= 1
+
+    async def shutdown_default_executor(self, *args: Any, **kwargs: Any) -> None:
+        # The runner joins the default executor from a helper thread at the end of a
+        # run; count it as a busy thread so the idle loop waits for it for real.
+        self._executor_jobs += 1
+        try:
+            await super().shutdown_default_executor(*args, **kwargs)
+        finally:
+            self._executor_jobs -= 1
+
+    def _timer_heap(self) -> list[asyncio.TimerHandle]:
+        heap: list[asyncio.TimerHandle] = self._scheduled  # type: ignore[attr-defined]  # CPython's timer heap
+        return heap
+
+    def _on_start(self) -> None:
+        self._root_task = asyncio.current_task()
+
+    def _threads_busy(self) -> bool:
+        return self._executor_jobs > 0 or self._session.threads_busy()
+
+    def _on_idle(self, timeout: float | None) -> _Ready:
+        """The loop would block for ``timeout`` seconds (None: no timer at all)."""
+        if self._ready:  # type: ignore[attr-defined]  # a thread-safe callback slipped in
+            return []
+        if self._threads_busy():
+            return self._idle_selector.wait(THREAD_WAIT)
+        if self._idle_selector.watches_io:
+            ready = self._idle_selector.wait(IO_GRACE if timeout is not None else IO_WAIT)
+            if ready or timeout is None:
+                return ready
+        if timeout is None:
+            if any(waits_on_thread(task.get_coro()) for task in asyncio.all_tasks(self)):
+                return self._idle_selector.wait(THREAD_WAIT)  # a thread with its own limiter
+            self._deadlocked()
+            return []
+        # _run_once dropped cancelled timers from the head before computing `timeout`,
+        # so the head is the next live deadline; jump to it exactly (now + timeout can
+        # differ from it in the last bit).
+        self._vclock._advance_to(self._timer_heap()[0].when())
+        return []
+
+    def _deadlocked(self) -> None:
+        session = self._session
+        count = session.declare_deadlock(self._describe_waiting)
+        if count == 1:
+            # Cancel the user's code from a loop callback, as anyio's own timeouts do.
+            self.call_soon(session.cancel_root)
+        elif count == 2:
+            # Still idle: a task waits in a shielded scope (or swallowed the
+            # cancellation). Native cancellation goes through anyio's shields.
+            self.call_soon(self._cancel_all_tasks)
+        else:
+            # Nothing unwinds: abort the run from the loop itself.
+            raise session._declared()
+
+    def _cancel_all_tasks(self) -> None:
+        for task in asyncio.all_tasks(self):
+            task.cancel()
+
+    def _describe_waiting(self) -> list[str]:
+        lines = []
+        for task in asyncio.all_tasks(self):
+            if task.done():
+                continue
+            name = self._session.name if task is self._root_task else task.get_name()
+            lines.append(describe_task(name, task.get_coro()))
+        return lines
+
+
+def run_asyncio(session: Session[T]) -> T:
+    """Run ``session.main`` on a fresh :class:`VirtualEventLoop` through anyio."""
+
+    def new_loop() -> asyncio.AbstractEventLoop:
+        return VirtualEventLoop(session)
+
+    # anyio passes loop_factory to asyncio.Runner (3.11+) or its own backport of it
+    # (3.10): same path on every supported Python, and the loop is never set as the
+    # policy's current loop.
+    return anyio.run(session.main, backend="asyncio", backend_options={"loop_factory": new_loop})

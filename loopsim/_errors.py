@@ -1,0 +1,215 @@
+"""The exception tree of loopsim.
+
+```
+LoopsimError(Exception)
+├── ScenarioError(LoopsimError, ValueError)        file, line, field path, expected
+├── SimulationError(LoopsimError, RuntimeError)    .virtual_time, .seed
+│   ├── ScriptExhaustedError                       client, turn, last request
+│   └── SimulationDeadlock                         what each task waits on
+├── ReplayMismatchError(LoopsimError, AssertionError)  first divergent event, both sides
+└── TranscriptError(LoopsimError, ValueError)      unreadable / wrong version
+```
+
+Every error keeps its context as attributes; ``__str__`` renders them. Tests and the CLI
+read the attributes, never parse the message. Constructor misuse elsewhere raises plain
+``ValueError``/``TypeError`` as upstream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LoopsimError",
+    "ReplayMismatchError",
+    "ScenarioError",
+    "ScriptExhaustedError",
+    "SimulationDeadlock",
+    "SimulationError",
+    "TranscriptError",
+]
+
+
+class LoopsimError(Exception):
+    """Base class of every error loopsim raises on its own account."""
+
+
+class ScenarioError(LoopsimError, ValueError):
+    """A scenario file is invalid.
+
+    Attributes:
+        path: the file (None for an in-memory scenario).
+        line: 1-based line of the offending value, when known.
+        location: dotted field path such as ``agents.web_search.script[2].delay``.
+        expected: what would have been valid, in words.
+        problem: the full sentence describing what is wrong.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        location: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.path = None if path is None else Path(path)
+        self.line = line
+        self.location = location
+        self.expected = expected
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = str(self.path)
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        field = f"{self.location}: " if self.location else ""
+        return f"{where}{field}{self.problem}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_scenario_error,
+            (self.problem, self.path, self.line, self.location, self.expected),
+        )
+
+
+def _rebuild_scenario_error(
+    problem: str, path: Path | None, line: int | None, location: str | None, expected: str | None
+) -> ScenarioError:
+    return ScenarioError(problem, path=path, line=line, location=location, expected=expected)
+
+
+class SimulationError(LoopsimError, RuntimeError):
+    """A simulation could not go on.
+
+    Attributes:
+        virtual_time: virtual seconds since the simulation started, when known.
+        seed: the simulation's seed, when known.
+    """
+
+    def __init__(
+        self, message: str, *, virtual_time: float | None = None, seed: int | None = None
+    ) -> None:
+        self.message = message
+        self.virtual_time = virtual_time
+        self.seed = seed
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.virtual_time is not None:
+            parts.append(f"(at virtual t={self.virtual_time:g}s)")
+        if self.seed is not None:
+            parts.append(f"(seed {self.seed})")
+        return " ".join(parts)
+
+
+class ScriptExhaustedError(SimulationError):
+    """A scripted chat client was asked for more turns than its script holds.
+
+    Attributes:
+        client: the client's name.
+        turn: the 1-based number of the turn that had no script entry.
+        last_request: the request that could not be answered (a ``ChatRequest``).
+    """
+
+    def __init__(
+        self,
+        client: str,
+        turn: int,
+        last_request: Any,
+        *,
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.turn = turn
+        self.last_request = last_request
+        summary = _summarize_request(last_request)
+        super().__init__(
+            f"scripted client {client!r} has no reply for turn {turn}: its script held "
+            f"{turn - 1} turn(s). Last request: {summary}. Add a turn to the script, or check "
+            "why the agent asked again.",
+            virtual_time=virtual_time,
+            seed=seed,
+        )
+
+
+def _summarize_request(request: Any) -> str:
+    messages = getattr(request, "messages", None)
+    if not messages:
+        return "<no messages>"
+    last = messages[-1]
+    text = getattr(last, "text", "")
+    role = getattr(last, "role", "?")
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{len(messages)} message(s), last {role}: {text!r}"
+
+
+class SimulationDeadlock(SimulationError):  # noqa: N818 - public name fixed by design.md
+    """Every task waits and nothing can ever wake them.
+
+    Attributes:
+        waiting: one line per waiting task: its name and what it awaits.
+    """
+
+    def __init__(
+        self,
+        waiting: Sequence[str],
+        *,
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.waiting = tuple(waiting)
+        lines = "\n".join(f"  - {w}" for w in self.waiting) or "  (no task could be inspected)"
+        super().__init__(
+            "simulation deadlock: every task is waiting, with no deadline, thread or I/O "
+            f"that could wake it. Waiting:\n{lines}\n",
+            virtual_time=virtual_time,
+            seed=seed,
+        )
+
+
+class ReplayMismatchError(LoopsimError, AssertionError):
+    """A replayed request differs from the recorded one.
+
+    Attributes:
+        agent: the agent whose request diverged.
+        event_index: index of the first divergent event in the recorded transcript.
+        expected: the recorded side (rendered text).
+        actual: the live side (rendered text).
+    """
+
+    def __init__(self, agent: str, event_index: int | None, expected: str, actual: str) -> None:
+        self.agent = agent
+        self.event_index = event_index
+        self.expected = expected
+        self.actual = actual
+        where = f"event {event_index}" if event_index is not None else "the end of the recording"
+        super().__init__(
+            f"replay of agent {agent!r} diverged at {where}:\n"
+            f"  recorded: {expected}\n  live:     {actual}"
+        )
+
+
+class TranscriptError(LoopsimError, ValueError):
+    """A transcript file cannot be read: truncated, corrupted or of an unknown version.
+
+    Attributes:
+        path: the file, when known.
+        problem: what is wrong.
+    """
+
+    def __init__(self, problem: str, *, path: str | Path | None = None) -> None:
+        self.problem = problem
+        self.path = None if path is None else Path(path)
+        prefix = f"{self.path}: " if self.path is not None else ""
+        super().__init__(f"{prefix}{problem}")

@@ -1,0 +1,580 @@
+"""Messages, content kinds, usage and responses.
+
+All are pydantic v2 models, so every one round-trips through JSON exactly
+(``Model.model_validate_json(m.model_dump_json()) == m``). Content kinds form a union
+discriminated by ``type``, as in pydantic-ai's message module.
+
+Example:
+    >>> from loopsim import Message
+    >>> m = Message.user("hello")
+    >>> m.role, m.text
+    ('user', 'hello')
+    >>> Message.model_validate_json(m.model_dump_json()) == m
+    True
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    TypeAdapter,
+)
+
+__all__ = [
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "ChatOptions",
+    "ChatRequest",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "Content",
+    "DataContent",
+    "ErrorContent",
+    "FunctionApprovalRequestContent",
+    "FunctionApprovalResponseContent",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "Message",
+    "MessagesInput",
+    "TextContent",
+    "UriContent",
+    "Usage",
+    "UsageContent",
+    "normalize_messages",
+]
+
+_MODEL_CONFIG = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class Usage(BaseModel):
+    """Token usage. Each counter is optional: None means "not reported".
+
+    Adding two usages adds what either reported and keeps None where neither did;
+    ``additional_counts`` (provider-specific named counters) are summed per key.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    additional_counts: dict[str, int] | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        extra: dict[str, int] | None = None
+        if self.additional_counts is not None or other.additional_counts is not None:
+            extra = dict(self.additional_counts or {})
+            for key, value in (other.additional_counts or {}).items():
+                extra[key] = extra.get(key, 0) + value
+        return Usage(
+            input_tokens=_add(self.input_tokens, other.input_tokens),
+            output_tokens=_add(self.output_tokens, other.output_tokens),
+            total_tokens=_add(self.total_tokens, other.total_tokens),
+            cached_input_tokens=_add(self.cached_input_tokens, other.cached_input_tokens),
+            reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
+            additional_counts=extra,
+        )
+
+    @staticmethod
+    def total(usages: Iterable[Usage | None]) -> Usage | None:
+        """Sum of the given usages, skipping None; None when none was reported."""
+        result: Usage | None = None
+        for usage in usages:
+            if usage is not None:
+                result = usage.model_copy(deep=True) if result is None else result + usage
+        return result
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class TextContent(BaseModel):
+    """Plain text."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["text"] = "text"
+    text: str
+
+
+class FunctionCallContent(BaseModel):
+    """A model's request to call the tool ``name`` with JSON-object ``arguments``."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["function_call"] = "function_call"
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class FunctionResultContent(BaseModel):
+    """The result of a tool call, sent back to the model in a ``tool`` message."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["function_result"] = "function_result"
+    call_id: str
+    result: Any = None
+    error: str | None = None
+
+
+class FunctionApprovalRequestContent(BaseModel):
+    """A tool call that waits for a human's approval before it may run."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["function_approval_request"] = "function_approval_request"
+    id: str
+    function_call: FunctionCallContent
+
+    def create_response(self, approved: bool) -> FunctionApprovalResponseContent:
+        """The answer to this request."""
+        return FunctionApprovalResponseContent(
+            id=self.id, approved=approved, function_call=self.function_call
+        )
+
+
+class FunctionApprovalResponseContent(BaseModel):
+    """A human's answer to a :class:`FunctionApprovalRequestContent`."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["function_approval_response"] = "function_approval_response"
+    id: str
+    approved: bool
+    function_call: FunctionCallContent
+
+
+class ErrorContent(BaseModel):
+    """An error reported inside a response."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["error"] = "error"
+    message: str
+
+
+def _bytes_from_json(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    msg = f"expected bytes or a base64 string, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+Base64Bytes = Annotated[
+    bytes,
+    PlainValidator(_bytes_from_json),
+    PlainSerializer(
+        lambda b: base64.b64encode(b).decode("ascii"), return_type=str, when_used="json"
+    ),
+]
+
+
+class DataContent(BaseModel):
+    """Inline binary data (base64 in JSON)."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["data"] = "data"
+    data: Base64Bytes
+    media_type: str
+
+
+class UriContent(BaseModel):
+    """A reference to data by URI."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["uri"] = "uri"
+    uri: str
+    media_type: str | None = None
+
+
+class UsageContent(BaseModel):
+    """Usage reported inside a streaming update."""
+
+    model_config = _MODEL_CONFIG
+    type: Literal["usage"] = "usage"
+    usage: Usage
+
+
+Content = Annotated[
+    TextContent
+    | FunctionCallContent
+    | FunctionResultContent
+    | FunctionApprovalRequestContent
+    | FunctionApprovalResponseContent
+    | ErrorContent
+    | DataContent
+    | UriContent
+    | UsageContent,
+    Field(discriminator="type"),
+]
+
+ContentInput = Content | str
+
+
+def _contents(items: Sequence[ContentInput] | str | None) -> list[Content]:
+    if items is None:
+        return []
+    if isinstance(items, str):
+        return [TextContent(text=items)]
+    return [TextContent(text=c) if isinstance(c, str) else c for c in items]
+
+
+def _text_of(contents: Iterable[Any]) -> str:
+    return "".join(c.text for c in contents if isinstance(c, TextContent))
+
+
+class Message(BaseModel):
+    """One chat message: a role and its contents.
+
+    ``Message("user", ["hi"])``, ``Message("user", text="hi")`` and ``Message.user("hi")``
+    are the same message. Strings in ``contents`` become :class:`TextContent`.
+    """
+
+    model_config = _MODEL_CONFIG
+
+    role: str
+    contents: list[Content] = Field(default_factory=list)
+    author_name: str | None = None
+    message_id: str | None = None
+
+    def __init__(
+        self,
+        role: str,
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        text: str | None = None,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        items = _contents(contents)
+        if text is not None:
+            items.append(TextContent(text=text))
+        # **extra reaches pydantic, which rejects unknown fields (extra="forbid")
+        super().__init__(
+            role=role, contents=items, author_name=author_name, message_id=message_id, **extra
+        )
+
+    @classmethod
+    def user(cls, text: str, *, author_name: str | None = None) -> Message:
+        """A user message holding ``text``."""
+        return cls("user", [TextContent(text=text)], author_name=author_name)
+
+    @classmethod
+    def assistant(cls, text: str, *, author_name: str | None = None) -> Message:
+        """An assistant message holding ``text``."""
+        return cls("assistant", [TextContent(text=text)], author_name=author_name)
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message holding ``text``."""
+        return cls("system", [TextContent(text=text)])
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the message's text contents."""
+        return _text_of(self.contents)
+
+
+MessagesInput = str | Message | Sequence[str | Message] | None
+
+
+def normalize_messages(messages: MessagesInput) -> list[Message]:
+    """Turn a run's ``messages`` argument (str, Message, sequence or None) into a list."""
+    if messages is None:
+        return []
+    if isinstance(messages, str):
+        return [Message.user(messages)]
+    if isinstance(messages, Message):
+        return [messages]
+    if not isinstance(messages, Sequence):
+        got = type(messages).__name__
+        msg = f"messages must be a str, a Message or a sequence of them, got {got}"
+        raise TypeError(msg)
+    result: list[Message] = []
+    for item in messages:
+        if isinstance(item, str):
+            result.append(Message.user(item))
+        elif isinstance(item, Message):
+            result.append(item)
+        else:
+            msg = f"messages[{len(result)}] must be a str or a Message, got {type(item).__name__}"
+            raise TypeError(msg)
+    return result
+
+
+class AgentResponse(BaseModel):
+    """What an agent run returns: its messages, ids and usage."""
+
+    model_config = _MODEL_CONFIG
+
+    messages: list[Message] = Field(default_factory=list)
+    response_id: str | None = None
+    agent_id: str | None = None
+    usage: Usage | None = None
+    value: Any = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(
+        self,
+        messages: Sequence[Message] | Message | None = None,
+        *,
+        response_id: str | None = None,
+        agent_id: str | None = None,
+        usage: Usage | None = None,
+        value: Any = None,
+        additional_properties: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
+        msgs = [messages] if isinstance(messages, Message) else list(messages or ())
+        super().__init__(
+            messages=msgs,
+            response_id=response_id,
+            agent_id=agent_id,
+            usage=usage,
+            value=value,
+            additional_properties=additional_properties or {},
+            **extra,
+        )
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of all messages."""
+        return "".join(m.text for m in self.messages)
+
+    @classmethod
+    def from_updates(cls, updates: Iterable[AgentResponseUpdate]) -> AgentResponse:
+        """Merge streaming updates into one response.
+
+        Consecutive updates with the same message id (or no id) and role are merged into
+        one message; text pieces are concatenated. ``UsageContent`` is summed into
+        ``usage`` and not kept as content. The last non-empty response/agent id wins.
+        """
+        messages: list[Message] = []
+        usage: Usage | None = None
+        response_id: str | None = None
+        agent_id: str | None = None
+        current: _MessageBuilder | None = None
+        for update in updates:
+            response_id = update.response_id or response_id
+            agent_id = update.agent_id or agent_id
+            contents: list[Content] = []
+            for content in update.contents:
+                if isinstance(content, UsageContent):
+                    usage = content.usage if usage is None else usage + content.usage
+                else:
+                    contents.append(content)
+            if not contents:
+                continue
+            if current is None or not current.accepts(update):
+                if current is not None:
+                    messages.append(current.build())
+                current = _MessageBuilder(update.role, update.author_name, update.message_id)
+            current.add(contents)
+        if current is not None:
+            messages.append(current.build())
+        return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+
+
+@dataclass(slots=True)
+class _MessageBuilder:
+    role: str
+    author_name: str | None
+    message_id: str | None
+    contents: list[Content] = field(default_factory=list)
+
+    def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
+        return update.role == self.role and (
+            update.message_id is None
+            or self.message_id is None
+            or update.message_id == self.message_id
+        )
+
+    def add(self, contents: Sequence[Content]) -> None:
+        for content in contents:
+            last = self.contents[-1] if self.contents else None
+            if isinstance(content, TextContent) and isinstance(last, TextContent):
+                self.contents[-1] = TextContent(text=last.text + content.text)
+            else:
+                self.contents.append(content)
+
+    def build(self) -> Message:
+        return Message(
+            self.role, self.contents, author_name=self.author_name, message_id=self.message_id
+        )
+
+
+class AgentResponseUpdate(BaseModel):
+    """One piece of a streaming agent run."""
+
+    model_config = _MODEL_CONFIG
+
+    role: str = "assistant"
+    contents: list[Content] = Field(default_factory=list)
+    author_name: str | None = None
+    message_id: str | None = None
+    response_id: str | None = None
+    agent_id: str | None = None
+
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        response_id: str | None = None,
+        agent_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            role=role,
+            contents=_contents(contents),
+            author_name=author_name,
+            message_id=message_id,
+            response_id=response_id,
+            agent_id=agent_id,
+            **extra,
+        )
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the update's text contents."""
+        return _text_of(self.contents)
+
+
+class ChatResponse(BaseModel):
+    """What a chat client returns for one request."""
+
+    model_config = _MODEL_CONFIG
+
+    messages: list[Message] = Field(default_factory=list)
+    response_id: str | None = None
+    usage: Usage | None = None
+
+    def __init__(
+        self,
+        messages: Sequence[Message] | Message | str | None = None,
+        *,
+        response_id: str | None = None,
+        usage: Usage | None = None,
+        **extra: Any,
+    ) -> None:
+        if isinstance(messages, str):
+            msgs = [Message.assistant(messages)]
+        elif isinstance(messages, Message):
+            msgs = [messages]
+        else:
+            msgs = list(messages or ())
+        super().__init__(messages=msgs, response_id=response_id, usage=usage, **extra)
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of all messages."""
+        return "".join(m.text for m in self.messages)
+
+    @classmethod
+    def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
+        """Merge streaming chat updates into one response (see AgentResponse.from_updates)."""
+        merged = AgentResponse.from_updates(
+            AgentResponseUpdate(
+                u.role,
+                u.contents,
+                author_name=u.author_name,
+                message_id=u.message_id,
+                response_id=u.response_id,
+            )
+            for u in updates
+        )
+        return cls(merged.messages, response_id=merged.response_id, usage=merged.usage)
+
+
+class ChatResponseUpdate(BaseModel):
+    """One piece of a streaming chat response."""
+
+    model_config = _MODEL_CONFIG
+
+    role: str = "assistant"
+    contents: list[Content] = Field(default_factory=list)
+    author_name: str | None = None
+    message_id: str | None = None
+    response_id: str | None = None
+
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        response_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            role=role,
+            contents=_contents(contents),
+            author_name=author_name,
+            message_id=message_id,
+            response_id=response_id,
+            **extra,
+        )
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the update's text contents."""
+        return _text_of(self.contents)
+
+
+@dataclass(slots=True)
+class ChatOptions:
+    """What an agent offers the model for one request.
+
+    Attributes:
+        instructions: the system instructions for this turn (None when there are none).
+        tools: the tools offered this turn, each with ``.name``.
+        response_format: a pydantic model type for structured output, or None.
+        additional_properties: anything else a caller wants to pass through.
+    """
+
+    instructions: str | None = None
+    tools: Sequence[Any] = ()
+    response_format: type[BaseModel] | None = None
+    additional_properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the offered tools, in order."""
+        return [t.name for t in self.tools]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One request a fake chat client received: the messages and the options."""
+
+    messages: Sequence[Message]
+    options: ChatOptions
+
+    @property
+    def text(self) -> str:
+        """Text of the last message (what the model was last told)."""
+        return self.messages[-1].text if self.messages else ""
+
+
+CONTENT_ADAPTER: TypeAdapter[Content] = TypeAdapter(Content)
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
