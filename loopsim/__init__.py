@@ -39,6 +39,22 @@ from ._errors import ScriptExhaustedError as ScriptExhaustedError
 from ._errors import SimulationDeadlock as SimulationDeadlock
 from ._errors import SimulationError as SimulationError
 from ._errors import TranscriptError as TranscriptError
+from ._loop import AgentLoopMiddleware as AgentLoopMiddleware
+from ._loop import AgentModeProvider as AgentModeProvider
+from ._loop import AIJudgeLoopEvaluator as AIJudgeLoopEvaluator
+from ._loop import AIJudgeLoopEvaluatorOptions as AIJudgeLoopEvaluatorOptions
+from ._loop import CompletionMarkerLoopEvaluator as CompletionMarkerLoopEvaluator
+from ._loop import CompletionMarkerLoopEvaluatorOptions as CompletionMarkerLoopEvaluatorOptions
+from ._loop import DelegateLoopEvaluator as DelegateLoopEvaluator
+from ._loop import JudgeVerdict as JudgeVerdict
+from ._loop import LoopAgent as LoopAgent
+from ._loop import LoopAgentOptions as LoopAgentOptions
+from ._loop import LoopContext as LoopContext
+from ._loop import LoopEvaluation as LoopEvaluation
+from ._loop import LoopEvaluator as LoopEvaluator
+from ._loop import TodoCompletionLoopEvaluator as TodoCompletionLoopEvaluator
+from ._loop import TodoCompletionLoopEvaluatorOptions as TodoCompletionLoopEvaluatorOptions
+from ._loop import TodoProvider as TodoProvider
 from ._messages import AgentResponse as AgentResponse
 from ._messages import AgentResponseUpdate as AgentResponseUpdate
 from ._messages import ChatOptions as ChatOptions
@@ -58,18 +74,17 @@ from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
 from ._version import __version__ as __version__
 
-# --- loop (issue 3): LoopAgent, evaluators, AgentLoopMiddleware ---
-# --- end loop ---
-
-# --- background (issue 4): BackgroundAgentsProvider, harness ---
 # --- end background ---
 
-# --- transcript (issue 6): recorder, replay, rendering ---
 # --- end transcript ---
 
 __all__ = [
+    "AIJudgeLoopEvaluator",
+    "AIJudgeLoopEvaluatorOptions",
     "Agent",
+    "AgentLoopMiddleware",
     "AgentMiddleware",
+    "AgentModeProvider",
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentRunContext",
@@ -80,8 +95,11 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ChatResponseUpdate",
+    "CompletionMarkerLoopEvaluator",
+    "CompletionMarkerLoopEvaluatorOptions",
     "ContextProvider",
     "DataContent",
+    "DelegateLoopEvaluator",
     "DelegatingAgent",
     "ErrorContent",
     "FunctionApprovalRequestContent",
@@ -90,6 +108,12 @@ __all__ = [
     "FunctionChatClient",
     "FunctionResultContent",
     "FunctionTool",
+    "JudgeVerdict",
+    "LoopAgent",
+    "LoopAgentOptions",
+    "LoopContext",
+    "LoopEvaluation",
+    "LoopEvaluator",
     "LoopsimError",
     "Message",
     "ReplayMismatchError",
@@ -102,6 +126,9 @@ __all__ = [
     "SimulationError",
     "SupportsAgentRun",
     "TextContent",
+    "TodoCompletionLoopEvaluator",
+    "TodoCompletionLoopEvaluatorOptions",
+    "TodoProvider",
     "TranscriptError",
     "Turn",
     "UriContent",

@@ -1,0 +1,265 @@
+"""AgentLoopMiddleware: the Python-style loop, one predicate instead of evaluators.
+
+It runs on the same engine as :class:`~loopsim.LoopAgent` (``_engine.LoopRun``); only
+the decision (``should_continue``) and the next input (progress + ``next_message``)
+differ, as in upstream's Python package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from typing import Any, ClassVar
+
+from .. import _trace
+from .._agents import AgentMiddleware, AgentRunContext, AgentSession, ResponseStream
+from .._agents._base import maybe_await
+from .._messages import AgentResponse, AgentResponseUpdate, Message, normalize_messages
+from ._engine import LoopPolicy, LoopRun, NextInput, drive, drive_stream
+
+__all__ = ["DEFAULT_MAX_ITERATIONS", "DEFAULT_NEXT_MESSAGE", "AgentLoopMiddleware"]
+
+DEFAULT_MAX_ITERATIONS = 10
+DEFAULT_NEXT_MESSAGE = "Keep going with the task. If it is already complete, say so plainly."
+_PROGRESS_LABEL = "Progress so far:"
+
+LoopCallback = Callable[..., Any]
+CallNext = Callable[[], Awaitable[None]]
+
+
+class AgentLoopMiddleware(AgentMiddleware):
+    """Re-runs the agent while ``should_continue(**kwargs)`` says so.
+
+    Every callback (sync or async) is called with keyword arguments — accept
+    ``**kwargs``: ``iteration`` (completed runs, 1-based), ``last_result`` (that run's
+    AgentResponse), ``messages`` (its input), ``original_messages``, ``session`` (may be
+    None), ``agent``, ``progress`` (a copy of the progress log) and ``feedback``.
+
+    Args:
+        should_continue: returns a bool, or ``(bool, feedback)``.
+        max_iterations: cap on runs (None = unbounded); the capped run does not call
+            ``should_continue``.
+        next_message: returns the next input (str, Message, list), or None to re-send
+            the previous input; default: :data:`DEFAULT_NEXT_MESSAGE`.
+        record_feedback: returns the progress entry for a run (default: its text).
+        inject_progress: send a "Progress so far" message before the next input.
+        fresh_context: re-send the original messages each time and restore the
+            session in place to its start-of-run snapshot.
+        return_final_only: return the last run's response untouched (not the
+            aggregated transcript, and no summed usage).
+        additional_instructions: a system message put before the caller's input.
+
+    Example:
+        >>> import loopsim
+        >>> client = loopsim.ScriptedChatClient(["step 1", "step 2"])
+        >>> loop = loopsim.AgentLoopMiddleware(
+        ...     lambda iteration, **kw: iteration < 2, inject_progress=False)
+        >>> agent = loopsim.Agent(client, name="worker", middleware=[loop])
+        >>> loopsim.simulate(agent.run, "go").text.endswith("step 2")
+        True
+    """
+
+    DEFAULT_MAX_ITERATIONS: ClassVar[int] = DEFAULT_MAX_ITERATIONS
+    DEFAULT_NEXT_MESSAGE: ClassVar[str] = DEFAULT_NEXT_MESSAGE
+
+    def __init__(
+        self,
+        should_continue: LoopCallback,
+        *,
+        max_iterations: int | None = DEFAULT_MAX_ITERATIONS,
+        next_message: LoopCallback | None = None,
+        record_feedback: LoopCallback | None = None,
+        inject_progress: bool = True,
+        fresh_context: bool = False,
+        return_final_only: bool = False,
+        additional_instructions: str | None = None,
+    ) -> None:
+        if should_continue is None or not callable(should_continue):
+            msg = f"should_continue must be callable, got {type(should_continue).__name__}"
+            raise TypeError(msg)
+        if max_iterations is not None and (
+            isinstance(max_iterations, bool)
+            or not isinstance(max_iterations, int)
+            or max_iterations < 1
+        ):
+            msg = f"max_iterations must be None or a positive integer, got {max_iterations!r}"
+            raise ValueError(msg)
+        for name, value in (("next_message", next_message), ("record_feedback", record_feedback)):
+            if value is not None and not callable(value):
+                msg = f"{name} must be callable or None, got {type(value).__name__}"
+                raise TypeError(msg)
+        self.should_continue = should_continue
+        self.max_iterations = max_iterations
+        self.next_message = next_message
+        self.record_feedback = record_feedback
+        self.inject_progress = inject_progress
+        self.fresh_context = fresh_context
+        self.return_final_only = return_final_only
+        self.additional_instructions = additional_instructions
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentLoopMiddleware({_callable_name(self.should_continue)}, "
+            f"max_iterations={self.max_iterations})"
+        )
+
+    async def process(self, context: AgentRunContext, call_next: CallNext) -> None:
+        if self.additional_instructions:
+            context.messages = [Message.system(self.additional_instructions), *context.messages]
+        original = list(context.messages)
+        policy = _PredicatePolicy(self, context, original)
+        run = LoopRun(
+            loop=context.agent.name or "loop",
+            policy=policy,
+            messages=original,
+            session=context.session,
+            max_iterations=self.max_iterations,
+            collect_transcript=not context.stream and not self.return_final_only,
+        )
+        if context.stream:
+            context.result = ResponseStream(_stream(run, context, call_next))
+            return
+
+        async def invoke(messages: list[Message], session: Any) -> AgentResponse:  # noqa: ARG001 - the session is context.session
+            context.messages = messages
+            await call_next()
+            result = context.result
+            if not isinstance(result, AgentResponse):
+                msg = f"AgentLoopMiddleware expected an AgentResponse, got {type(result).__name__}"
+                raise TypeError(msg)
+            return result
+
+        last = await drive(run, invoke)
+        if self.return_final_only:
+            context.result = last
+        else:
+            context.result = last.model_copy(
+                update={"messages": run.transcript, "usage": run.usage}
+            )
+
+
+async def _stream(
+    run: LoopRun, context: AgentRunContext, call_next: CallNext
+) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
+    async def invoke(messages: list[Message], session: Any) -> AsyncIterator[AgentResponseUpdate]:  # noqa: ARG001 - the session is context.session
+        context.messages = messages
+        await call_next()
+        result = context.result
+        if not isinstance(result, ResponseStream):
+            msg = f"AgentLoopMiddleware expected a ResponseStream, got {type(result).__name__}"
+            raise TypeError(msg)
+        return result
+
+    async with aclosing(drive_stream(run, invoke)) as updates:
+        async for update in updates:
+            yield update
+    if run.last_response is not None:
+        # Upstream's streaming final response is the last iteration's, not an aggregate.
+        yield run.last_response
+
+
+def _callable_name(fn: Any) -> str:
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+class _PredicatePolicy(LoopPolicy):
+    """The middleware's decisions: ``should_continue``, progress log, next message."""
+
+    lazy_surface = False
+
+    def __init__(
+        self, middleware: AgentLoopMiddleware, context: AgentRunContext, original: list[Message]
+    ) -> None:
+        self.mw = middleware
+        self.context = context
+        self.original = original
+        self.progress: list[str] = []
+        self.snapshot: dict[str, Any] | None = None
+
+    async def start(self, run: LoopRun) -> None:  # noqa: ARG002 - the session is context's
+        session = self.context.session
+        if self.mw.fresh_context and session is not None:
+            if not isinstance(session, AgentSession):
+                msg = (
+                    f"fresh_context needs an AgentSession to snapshot, got {type(session).__name__}"
+                )
+                raise TypeError(msg)
+            self.snapshot = session.to_dict()
+
+    def _kwargs(self, run: LoopRun, feedback: str | None) -> dict[str, Any]:
+        return {
+            "iteration": run.iteration,
+            "last_result": run.last_response,
+            "messages": run.messages,
+            "original_messages": self.original,
+            "session": self.context.session,
+            "agent": self.context.agent,
+            "progress": list(self.progress),
+            "feedback": feedback,
+        }
+
+    async def step(self, run: LoopRun, *, capped: bool) -> NextInput | None:
+        mw = self.mw
+        assert run.last_response is not None  # noqa: S101 - set by LoopRun.complete
+        feedback: str | None = None
+        if capped:
+            stop = True
+        else:
+            verdict = await maybe_await(mw.should_continue(**self._kwargs(run, None)))
+            if isinstance(verdict, tuple) and len(verdict) == 2:
+                stop = not bool(verdict[0])
+                feedback = None if verdict[1] is None else str(verdict[1])
+            else:
+                stop = not bool(verdict)
+            _trace.emit(
+                "evaluator_decision",
+                loop=run.loop,
+                iteration=run.iteration,
+                index=0,
+                evaluator=_callable_name(mw.should_continue),
+                decision="stop" if stop else "continue",
+                feedback=feedback,
+            )
+        if mw.record_feedback is not None:
+            entry = await maybe_await(mw.record_feedback(**self._kwargs(run, feedback)))
+        else:
+            entry = run.last_response.text.strip()
+        if entry:
+            self.progress.append(str(entry))
+        if stop:
+            return None
+        session = self.context.session
+        if self.snapshot is not None and isinstance(session, AgentSession):
+            _restore_in_place(session, self.snapshot, self.context.agent)
+        messages = await self._next_messages(run, feedback)
+        return NextInput(messages, messages)
+
+    async def _next_messages(self, run: LoopRun, feedback: str | None) -> list[Message]:
+        mw = self.mw
+        if mw.next_message is None:
+            base = [Message.user(DEFAULT_NEXT_MESSAGE)]
+        else:
+            value = await maybe_await(mw.next_message(**self._kwargs(run, feedback)))
+            if value is None:
+                if not mw.fresh_context:
+                    return list(run.messages)  # re-send the previous input, nothing added
+                base = [Message.user(DEFAULT_NEXT_MESSAGE)]
+            else:
+                base = normalize_messages(value)
+        head: list[Message] = list(self.original) if mw.fresh_context else []
+        if mw.inject_progress and self.progress:
+            full = self.context.session is None or mw.fresh_context
+            entries: Sequence[str] = self.progress if full else self.progress[-1:]
+            head.append(Message.user(_PROGRESS_LABEL + "\n" + "\n".join(f"- {e}" for e in entries)))
+        return [*head, *base]
+
+
+def _restore_in_place(session: AgentSession, snapshot: dict[str, Any], agent: Any) -> None:
+    # Upstream copies service_session_id and state onto the live object (its local
+    # history lives in state); loopsim keeps in-memory history beside state, so it is
+    # restored too. session_id is unchanged.
+    restored = AgentSession.from_dict(snapshot)
+    session.state = restored.state
+    session.service_session_id = restored.service_session_id
+    session._messages = restored._messages
+    _trace.emit("session_restored", agent=agent.name or agent.id, session=session.session_id)

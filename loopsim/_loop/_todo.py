@@ -1,0 +1,219 @@
+"""A minimal todo list and agent mode, and the TodoCompletionLoopEvaluator.
+
+loopsim has no full todo or mode provider yet (upstream's come with model-facing tools
+and file storage); these keep just the state the evaluator reads, in the session, so
+the evaluator can be used and tested: items ``(id, title, description, done)`` and
+the current mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .._agents import AgentSession, ContextProvider
+from ._evaluation import LoopContext, LoopEvaluation, LoopEvaluator
+from ._evaluators import check_context
+
+__all__ = [
+    "AgentModeProvider",
+    "TodoCompletionLoopEvaluator",
+    "TodoCompletionLoopEvaluatorOptions",
+    "TodoItem",
+    "TodoProvider",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TodoItem:
+    """One todo entry."""
+
+    id: int
+    title: str
+    description: str | None = None
+    done: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "done": self.done,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TodoItem:
+        return cls(
+            int(data["id"]), str(data["title"]), data.get("description"), bool(data.get("done"))
+        )
+
+
+class TodoProvider(ContextProvider):
+    """A todo list kept in the session (``session.state[source_id]``); ids start at 1.
+
+    Example:
+        >>> import loopsim
+        >>> todos = loopsim.TodoProvider()
+        >>> session = loopsim.AgentSession()
+        >>> todos.add(session, "write tests").id
+        1
+        >>> [t.title for t in todos.remaining(session)]
+        ['write tests']
+    """
+
+    def __init__(self, source_id: str = "todos") -> None:
+        super().__init__(source_id)
+
+    def _state(self, session: AgentSession) -> dict[str, Any]:
+        state: dict[str, Any] = session.state.setdefault(self.source_id, {})
+        state.setdefault("next_id", 1)
+        state.setdefault("items", [])
+        return state
+
+    def add(self, session: AgentSession, title: str, description: str | None = None) -> TodoItem:
+        """Add an open item."""
+        if not title or not title.strip():
+            msg = "title must not be empty"
+            raise ValueError(msg)
+        state = self._state(session)
+        item = TodoItem(int(state["next_id"]), title, description)
+        state["next_id"] = item.id + 1
+        state["items"].append(item.to_dict())
+        return item
+
+    def complete(self, session: AgentSession, item_id: int) -> TodoItem:
+        """Mark item ``item_id`` done."""
+        for record in self._state(session)["items"]:
+            if record["id"] == item_id:
+                record["done"] = True
+                return TodoItem.from_dict(record)
+        msg = f"no todo item with id {item_id}"
+        raise KeyError(msg)
+
+    def items(self, session: AgentSession) -> list[TodoItem]:
+        """Every item, in the order they were added."""
+        return [TodoItem.from_dict(r) for r in self._state(session)["items"]]
+
+    def remaining(self, session: AgentSession) -> list[TodoItem]:
+        """The items not done yet."""
+        return [item for item in self.items(session) if not item.done]
+
+
+class AgentModeProvider(ContextProvider):
+    """The agent's current mode (e.g. ``plan`` / ``execute``), kept in the session."""
+
+    def __init__(
+        self,
+        modes: Sequence[str] = ("plan", "execute"),
+        *,
+        default_mode: str | None = None,
+        source_id: str = "mode",
+    ) -> None:
+        super().__init__(source_id)
+        if not modes:
+            msg = "modes must not be empty"
+            raise ValueError(msg)
+        self.modes = tuple(modes)
+        self.default_mode = self.modes[0] if default_mode is None else default_mode
+        if self.default_mode not in self.modes:
+            msg = f"default_mode {self.default_mode!r} is not one of {self.modes}"
+            raise ValueError(msg)
+
+    def get_mode(self, session: AgentSession) -> str:
+        """The session's current mode (the default until one is set)."""
+        mode = session.state.get(self.source_id, {}).get("mode")
+        return self.default_mode if mode is None else str(mode)
+
+    def set_mode(self, session: AgentSession, mode: str) -> None:
+        """Switch the session to ``mode``."""
+        if mode not in self.modes:
+            msg = f"unknown mode {mode!r}; available: {', '.join(self.modes)}"
+            raise ValueError(msg)
+        session.state.setdefault(self.source_id, {})["mode"] = mode
+
+
+@dataclass
+class TodoCompletionLoopEvaluatorOptions:
+    """Options of :class:`TodoCompletionLoopEvaluator`.
+
+    Attributes:
+        modes: keep looping only while the agent is in one of these modes (matched
+            exactly; None = in every mode). Requires an :class:`AgentModeProvider`.
+        feedback_message_template: feedback while items remain; ``{remaining_todos}``
+            is replaced by ``- id: title — description`` lines.
+    """
+
+    modes: Iterable[str] | None = None
+    feedback_message_template: str | None = None
+
+
+class TodoCompletionLoopEvaluator(LoopEvaluator):
+    """Continues while the agent's :class:`TodoProvider` has open items.
+
+    Finds the provider through ``context.agent.get_service(TodoProvider)``; without one
+    it raises ``RuntimeError``.
+    """
+
+    REMAINING_TODOS_PLACEHOLDER: ClassVar[str] = "{remaining_todos}"
+    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = (
+        "Your todo list still has open items. Carry on until every one of them is done "
+        "and marked as complete. Still open:\n{remaining_todos}"
+    )
+
+    def __init__(self, options: TodoCompletionLoopEvaluatorOptions | None = None) -> None:
+        options = options or TodoCompletionLoopEvaluatorOptions()
+        self.modes: frozenset[str] | None = None
+        if options.modes is not None:
+            if isinstance(options.modes, str):
+                msg = "modes must be a collection of mode names, not a str"
+                raise TypeError(msg)
+            modes = list(options.modes)
+            if not modes:
+                msg = "modes must not be empty (use None to loop in every mode)"
+                raise ValueError(msg)
+            for index, mode in enumerate(modes):
+                if mode is None or not isinstance(mode, str) or not mode.strip():
+                    msg = f"modes[{index}] must be a non-empty mode name, got {mode!r}"
+                    raise ValueError(msg)
+            self.modes = frozenset(modes)
+        self.feedback_message_template = (
+            self.DEFAULT_FEEDBACK_MESSAGE_TEMPLATE
+            if options.feedback_message_template is None
+            else options.feedback_message_template
+        )
+
+    async def evaluate(self, context: LoopContext) -> LoopEvaluation:
+        check_context(context)
+        todos = context.agent.get_service(TodoProvider)
+        if todos is None:
+            msg = (
+                "TodoCompletionLoopEvaluator needs a TodoProvider on the agent, but "
+                "agent.get_service(TodoProvider) found none"
+            )
+            raise RuntimeError(msg)
+        if self.modes is not None:
+            mode_provider = context.agent.get_service(AgentModeProvider)
+            if mode_provider is None:
+                msg = (
+                    "TodoCompletionLoopEvaluator with modes needs an AgentModeProvider on "
+                    "the agent, but agent.get_service(AgentModeProvider) found none"
+                )
+                raise RuntimeError(msg)
+            if mode_provider.get_mode(context.session) not in self.modes:
+                return LoopEvaluation.stop()
+        remaining = todos.remaining(context.session)
+        if not remaining:
+            return LoopEvaluation.stop()
+        lines = "\n".join(
+            f"- {item.id}: {item.title}"
+            + (
+                f" \u2014 {item.description}"
+                if item.description and item.description.strip()
+                else ""
+            )
+            for item in remaining
+        )
+        return LoopEvaluation.continue_with_feedback(
+            self.feedback_message_template.replace(self.REMAINING_TODOS_PLACEHOLDER, lines)
+        )
