@@ -26,6 +26,17 @@ from ._agents import ResponseStream as ResponseStream
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
 from ._agents import tool as tool
+from ._background import BackgroundAgentsProvider as BackgroundAgentsProvider
+from ._background import (
+    BackgroundTaskCompletionLoopEvaluator as BackgroundTaskCompletionLoopEvaluator,
+)
+from ._background import (
+    BackgroundTaskCompletionLoopEvaluatorOptions as BackgroundTaskCompletionLoopEvaluatorOptions,
+)
+from ._background import BackgroundTaskInfo as BackgroundTaskInfo
+from ._background import BackgroundTaskStatus as BackgroundTaskStatus
+from ._background import background_tasks_running as background_tasks_running
+from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
 from ._clients import ScriptedChatClient as ScriptedChatClient
@@ -39,6 +50,8 @@ from ._errors import ScriptExhaustedError as ScriptExhaustedError
 from ._errors import SimulationDeadlock as SimulationDeadlock
 from ._errors import SimulationError as SimulationError
 from ._errors import TranscriptError as TranscriptError
+from ._harness import HarnessAgent as HarnessAgent
+from ._harness import create_harness_agent as create_harness_agent
 from ._loop import AgentLoopMiddleware as AgentLoopMiddleware
 from ._loop import AgentModeProvider as AgentModeProvider
 from ._loop import AIJudgeLoopEvaluator as AIJudgeLoopEvaluator
@@ -74,9 +87,9 @@ from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
 from ._version import __version__ as __version__
 
-# --- end background ---
-
 # --- end transcript ---
+
+# --- end scenario ---
 
 __all__ = [
     "AIJudgeLoopEvaluator",
@@ -89,6 +102,11 @@ __all__ = [
     "AgentResponseUpdate",
     "AgentRunContext",
     "AgentSession",
+    "BackgroundAgentsProvider",
+    "BackgroundTaskCompletionLoopEvaluator",
+    "BackgroundTaskCompletionLoopEvaluatorOptions",
+    "BackgroundTaskInfo",
+    "BackgroundTaskStatus",
     "BaseAgent",
     "ChatClient",
     "ChatOptions",
@@ -108,6 +126,7 @@ __all__ = [
     "FunctionChatClient",
     "FunctionResultContent",
     "FunctionTool",
+    "HarnessAgent",
     "JudgeVerdict",
     "LoopAgent",
     "LoopAgentOptions",
@@ -136,6 +155,9 @@ __all__ = [
     "UsageContent",
     "VirtualClock",
     "__version__",
+    "background_tasks_running",
+    "background_tasks_running_message",
+    "create_harness_agent",
     "simulate",
     "tool",
 ]

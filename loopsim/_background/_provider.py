@@ -1,0 +1,738 @@
+"""BackgroundAgentsProvider: delegate work to named child agents through six tools.
+
+Where things live (as upstream's Python provider):
+
+* ``session.state[source_id]`` holds the serializable part, ``{"next_task_id": n,
+  "tasks": [record, ...]}`` with records in id order (see :class:`BackgroundTaskInfo`).
+* The live part — running child tasks and child sessions — lives on the provider, in one
+  *runtime* per parent ``session_id``. It never enters the session, so a serialized
+  session restored into a new provider (a simulated process restart) has records but no
+  handles: its ``running`` tasks become ``lost`` at the next refresh.
+
+Cost: every operation is O(1) (or O(k) in its own arguments) thanks to a per-runtime index
+(id → record) and a queue of finished runs; a full scan of the task list happens only when
+the list is new to the runtime (first use, restart, restore, release), and once per
+parent run for the status message. Clearing a task deletes its record from the list with
+a bisect and one ``del`` (a C memmove). The index trusts that only the provider edits the
+task list; a replaced state dict or list (a restore, a fresh-context reset) is noticed
+and costs one rebuild.
+
+Status changes are reported through the trace seam as ``task_status`` events (status
+``running``, ``completed``, ``failed``, ``lost``, or ``cleared`` when a record is removed).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any
+
+import anyio
+from pydantic import BeforeValidator
+
+from .. import _trace
+from .._agents import (
+    AgentSession,
+    ContextProvider,
+    FunctionTool,
+    SessionContext,
+    SupportsAgentRun,
+    ToolArgumentError,
+)
+from .._messages import Message
+from ._spawn import ChildRun, loop_alive, loop_token, settle
+from ._task import BackgroundTaskInfo, BackgroundTaskStatus
+
+__all__ = [
+    "BACKGROUND_AGENTS_PLACEHOLDER",
+    "DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS",
+    "DEFAULT_BACKGROUND_AGENTS_SOURCE_ID",
+    "DEFAULT_BACKGROUND_AGENTS_WAIT_TIMEOUT_SECONDS",
+    "BackgroundAgentsProvider",
+]
+
+_logger = logging.getLogger("loopsim.background")
+
+DEFAULT_BACKGROUND_AGENTS_SOURCE_ID = "background_agents"
+DEFAULT_BACKGROUND_AGENTS_WAIT_TIMEOUT_SECONDS = 300
+BACKGROUND_AGENTS_PLACEHOLDER = "{background_agents}"
+
+#: Our own wording; the structure (heading, one sentence, four bullets, the agent list
+#: last) follows upstream's default.
+DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS = """## Background Agents
+
+Background agents can take on work for you and carry it out while you go on.
+
+- Use the background_agents_* tools to start tasks and to look at their results.
+- Starting a task does not block: the tasks you start run at the same time.
+- Important: wait until every task you started has finished before you give your final answer.
+- Important: when you have read a finished task's result, remove it with \
+background_agents_clear_completed_task, unless you mean to send it follow-up work with \
+background_agents_continue_task.
+
+{background_agents}"""
+
+_RUNNING = BackgroundTaskStatus.RUNNING.value
+_LOST = BackgroundTaskStatus.LOST.value
+_STATUS_HEADING = "### Current background tasks"
+
+
+def _reject_bool(value: object) -> object:
+    if isinstance(value, bool):
+        msg = "a task id is an integer, not a boolean"
+        raise ValueError(msg)  # noqa: TRY004 - pydantic turns ValueError into a validation error
+    return value
+
+
+#: An integer task id as the tools accept it (``"3"`` and ``3.0`` pass, ``True`` does not).
+TaskId = Annotated[int, BeforeValidator(_reject_bool)]
+
+
+class _Index:
+    """id → record for one task list object; valid while the list is unchanged by others."""
+
+    __slots__ = ("by_id", "length", "reconciled", "tasks")
+
+    def __init__(self, tasks: list[dict[str, Any]]) -> None:
+        self.tasks = tasks
+        self.by_id: dict[int, dict[str, Any]] = {record["id"]: record for record in tasks}
+        self.length = len(tasks)
+        self.reconciled = False
+
+    def valid_for(self, tasks: list[dict[str, Any]]) -> bool:
+        return self.tasks is tasks and self.length == len(tasks)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.tasks.append(record)
+        self.by_id[record["id"]] = record
+        self.length += 1
+
+    def remove(self, record: dict[str, Any]) -> None:
+        tasks = self.tasks
+        pos = bisect.bisect_left(tasks, record["id"], key=_record_id)
+        if not (pos < len(tasks) and tasks[pos] is record):  # list not in id order: search
+            pos = next(i for i, candidate in enumerate(tasks) if candidate is record)
+        del tasks[pos]
+        del self.by_id[record["id"]]
+        self.length -= 1
+
+
+def _record_id(record: dict[str, Any]) -> int:
+    return int(record["id"])
+
+
+class _Runtime:
+    """The live side of one parent session: child runs and child sessions."""
+
+    __slots__ = (
+        "child_sessions",
+        "closed",
+        "finished",
+        "in_flight",
+        "index",
+        "latest",
+        "token",
+        "tools",
+    )
+
+    def __init__(self, token: object | None) -> None:
+        self.token = token
+        self.closed = False
+        #: runs not yet finalized into the session (running, or ended but not collected)
+        self.in_flight: dict[int, ChildRun] = {}
+        #: the newest run per task id (marks older ones superseded on continue)
+        self.latest: dict[int, ChildRun] = {}
+        self.child_sessions: dict[int, Any] = {}
+        #: runs that ended since the last refresh (appended by the runs themselves)
+        self.finished: list[ChildRun] = []
+        self.index: _Index | None = None
+        self.tools: tuple[object, list[FunctionTool]] | None = None
+
+    def track(self, task_id: int, run: ChildRun) -> None:
+        if self.closed:
+            run.cancel()
+            msg = "Session runtime is closed; cannot start background task."
+            raise RuntimeError(msg)
+        previous = self.latest.get(task_id)
+        if previous is not None:
+            previous.superseded = True
+        self.in_flight[task_id] = run
+        self.latest[task_id] = run
+
+    def clear(self) -> None:
+        self.in_flight.clear()
+        self.latest.clear()
+        self.child_sessions.clear()
+        self.finished.clear()
+        self.index = None
+        self.tools = None
+
+
+class _BackgroundTool(FunctionTool):
+    """A FunctionTool whose argument errors come back to the model as ``Error: ...`` text."""
+
+    async def invoke(self, arguments: dict[str, Any] | None = None) -> Any:
+        try:
+            return await super().invoke(arguments)
+        except ToolArgumentError as exc:
+            return f"Error: {exc}"
+
+
+class BackgroundAgentsProvider(ContextProvider):
+    """Lets a parent agent delegate tasks to named child agents that run concurrently.
+
+    On every parent run it adds instructions, six tools and (when tasks exist) a
+    ``### Current background tasks`` message. Each task runs its child agent in a
+    dedicated child session, concurrently with the parent and on whatever clock runs
+    (virtual in a simulation). Results come back as text.
+
+    Args:
+        agents: the child agents; at least one, names non-empty and unique ignoring case.
+        instructions: replaces the default instructions; every ``{background_agents}`` in
+            it becomes the list of agents (``""`` is honoured).
+        wait_timeout_seconds: how long one ``background_agents_wait_for_first_completion``
+            call waits at most (a positive ``int``, default 300). The model cannot change it.
+        source_id: the key of this provider's state in ``session.state``.
+
+    Raises:
+        ValueError: for an empty agent list, a blank or duplicate name, or a wait timeout
+            that is not a positive integer (``bool`` and ``float`` included).
+
+    Example:
+        >>> import loopsim
+        >>> writer = loopsim.Agent(loopsim.ScriptedChatClient([]), name="writer")
+        >>> provider = loopsim.BackgroundAgentsProvider([writer], wait_timeout_seconds=30)
+        >>> provider.instructions.splitlines()[-1]
+        '- writer'
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[SupportsAgentRun],
+        *,
+        instructions: str | None = None,
+        wait_timeout_seconds: int = DEFAULT_BACKGROUND_AGENTS_WAIT_TIMEOUT_SECONDS,
+        source_id: str = DEFAULT_BACKGROUND_AGENTS_SOURCE_ID,
+    ) -> None:
+        super().__init__(source_id)
+        agent_list = list(agents) if agents else []
+        if not agent_list:
+            msg = "At least one background agent must be provided."
+            raise ValueError(msg)
+        by_key: dict[str, SupportsAgentRun] = {}
+        for agent in agent_list:
+            name = getattr(agent, "name", None)
+            if not isinstance(name, str) or not name.strip():
+                msg = (
+                    f"All background agents must have a non-empty name; got {name!r} for {agent!r}."
+                )
+                raise ValueError(msg)
+            key = name.lower()
+            if key in by_key:
+                msg = (
+                    f"Duplicate background agent name: {name!r}. Background agent names must "
+                    "be unique (case-insensitive)."
+                )
+                raise ValueError(msg)
+            by_key[key] = agent
+        if (
+            not isinstance(wait_timeout_seconds, int)
+            or isinstance(wait_timeout_seconds, bool)
+            or wait_timeout_seconds <= 0
+        ):
+            msg = f"wait_timeout_seconds must be a positive integer, got {wait_timeout_seconds!r}"
+            raise ValueError(msg)
+        self._agents = by_key
+        self._wait_timeout_seconds = wait_timeout_seconds
+        template = (
+            instructions if instructions is not None else DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS
+        )
+        self.instructions = template.replace(BACKGROUND_AGENTS_PLACEHOLDER, self._agent_list())
+        self._runtimes: dict[str, _Runtime] = {}
+        self._keepalive: set[ChildRun] = set()
+
+    def __repr__(self) -> str:
+        names = ", ".join(str(a.name) for a in self._agents.values())
+        return f"BackgroundAgentsProvider([{names}], source_id={self.source_id!r})"
+
+    @property
+    def agents(self) -> tuple[SupportsAgentRun, ...]:
+        """The child agents, in registration order."""
+        return tuple(self._agents.values())
+
+    @property
+    def wait_timeout_seconds(self) -> int:
+        """The longest one wait-tool call waits, in (virtual) seconds."""
+        return self._wait_timeout_seconds
+
+    def _agent_list(self) -> str:
+        lines = ["Available background agents:"]
+        for agent in self._agents.values():
+            line = f"- {agent.name}"
+            if agent.description:
+                line += f": {agent.description}"
+            lines.append(line)
+        return "\n".join(lines)
+
+    # -- host API -----------------------------------------------------------------------
+
+    async def before_run(
+        self,
+        *,
+        agent: Any,  # noqa: ARG002 - hook signature
+        session: AgentSession,
+        context: SessionContext,
+        state: dict[str, Any],
+    ) -> None:
+        """Add the instructions, the six tools and the current task list to the run."""
+        runtime = self._runtime(session)
+        state = self._state(session)  # the hook's ``state`` is this same dict, normalized here
+        context.extend_instructions(self.source_id, [self.instructions])
+        context.extend_tools(self.source_id, self._tools(session, runtime))
+        index = self._refresh(session, runtime, state)
+        if index.tasks:
+            lines = [_STATUS_HEADING]
+            lines.extend(
+                f"- Task {r['id']} [{r['status']}] ({r['agent_name']}): {r['description']}"
+                for r in index.tasks
+            )
+            context.extend_messages(self.source_id, [Message.user("\n".join(lines))])
+
+    def tasks(self, session: AgentSession) -> list[BackgroundTaskInfo]:
+        """The session's tasks sorted by id, refreshed first.
+
+        Refreshing finalizes runs that ended and marks ``running`` records that have no
+        live run in this provider as ``lost``.
+        """
+        runtime = self._runtime(session)
+        index = self._refresh(session, runtime, self._state(session))
+        return sorted(
+            (BackgroundTaskInfo.from_dict(r) for r in index.tasks), key=lambda t: t.task_id
+        )
+
+    def incomplete_tasks(self, session: AgentSession | None) -> list[BackgroundTaskInfo]:
+        """The tasks still ``running`` after a refresh (.NET's ``GetIncompleteTasks``)."""
+        if session is None:
+            return []
+        return [t for t in self.tasks(session) if t.status is BackgroundTaskStatus.RUNNING]
+
+    async def release_session(
+        self,
+        session: AgentSession,
+        *,
+        cancel_running: bool = True,
+        timeout: float | None = 30.0,  # noqa: ASYNC109 - upstream's signature
+    ) -> None:
+        """Drop this provider's live state for ``session`` (call it when the host is done).
+
+        Cancels the session's running child runs and waits up to ``timeout`` (virtual)
+        seconds for them (``None``: no limit), then forgets runs and child sessions. A
+        child that does not stop in time is abandoned (logged) — the call still returns
+        after ``timeout``. The session's records are not touched: those saved as
+        ``running`` become ``lost`` at the next refresh. Tools bound to the released
+        runtime refuse to start, wait, continue or clear. Idempotent; unknown sessions
+        are fine.
+
+        Raises:
+            RuntimeError: ``cancel_running=False`` while tasks are running (nothing is
+                changed then).
+        """
+        session_id = session.session_id
+        runtime = self._runtimes.get(session_id)
+        if runtime is None or runtime.closed:
+            return
+        if _foreign(runtime, loop_token()):  # handles of another (ended) event loop
+            runtime.closed = True
+            runtime.clear()
+            del self._runtimes[session_id]
+            return
+        pending = [run for run in runtime.in_flight.values() if not run.finished]
+        if pending and not cancel_running:
+            msg = f"Cannot release session {session_id}: {len(pending)} tasks still running."
+            raise RuntimeError(msg)
+        runtime.closed = True
+        try:
+            if pending:
+                await _drain(session_id, pending, timeout)
+        finally:
+            runtime.clear()
+            if self._runtimes.get(session_id) is runtime:
+                del self._runtimes[session_id]
+
+    # -- state, runtime and refresh -----------------------------------------------------
+
+    def _state(self, session: AgentSession) -> dict[str, Any]:
+        state = session.state.get(self.source_id)
+        if not isinstance(state, dict):
+            state = session.state[self.source_id] = {}
+        _normalize(state)
+        return state
+
+    def _runtime(self, session: AgentSession) -> _Runtime:
+        """The session's runtime; a closed one, or one of another event loop, is replaced."""
+        session_id = session.session_id
+        runtime = self._runtimes.get(session_id)
+        token = loop_token()
+        if runtime is not None and (runtime.closed or _foreign(runtime, token)):
+            runtime = None
+        if runtime is None:
+            runtime = self._runtimes[session_id] = _Runtime(token)
+        return runtime
+
+    @staticmethod
+    def _index(runtime: _Runtime, tasks: list[dict[str, Any]]) -> _Index:
+        index = runtime.index
+        if index is None or not index.valid_for(tasks):
+            index = runtime.index = _Index(tasks)
+            runtime.finished.clear()  # the full scan of the next refresh covers them
+        return index
+
+    def _refresh(self, session: AgentSession, runtime: _Runtime, state: dict[str, Any]) -> _Index:
+        """Finalize ended runs; mark ``running`` records without a live run ``lost``."""
+        index = self._index(runtime, state["tasks"])
+        if not index.reconciled:  # the list is new to this runtime: one full scan
+            index.reconciled = True
+            runtime.finished.clear()
+            for record in index.tasks:
+                if record["status"] != _RUNNING:
+                    continue
+                run = runtime.in_flight.get(record["id"])
+                if run is None:
+                    self._set_status(session, record, _LOST)
+                elif run.finished:
+                    self._finalize(session, runtime, record, run)
+            return index
+        if runtime.finished:
+            batch = sorted(runtime.finished, key=lambda r: r.task_id)  # deterministic order
+            runtime.finished.clear()
+            for run in batch:
+                if runtime.in_flight.get(run.task_id) is not run:
+                    continue  # already finalized by a waiter, or superseded
+                found = index.by_id.get(run.task_id)
+                if found is None or found["status"] != _RUNNING:
+                    del runtime.in_flight[run.task_id]
+                    continue
+                self._finalize(session, runtime, found, run)
+        return index
+
+    def _finalize(
+        self, session: AgentSession, runtime: _Runtime, record: dict[str, Any], run: ChildRun
+    ) -> None:
+        if run.status is BackgroundTaskStatus.COMPLETED:
+            record["result_text"] = run.result_text
+            record.pop("error_text", None)
+        else:
+            record["error_text"] = run.error_text
+            record.pop("result_text", None)
+        if runtime.in_flight.get(run.task_id) is run:
+            del runtime.in_flight[run.task_id]
+        self._set_status(session, record, run.status.value)
+
+    def _set_status(self, session: AgentSession, record: dict[str, Any], status: str) -> None:
+        record["status"] = status
+        self._emit(session, record, status)
+
+    def _emit(self, session: AgentSession, record: dict[str, Any], status: str) -> None:
+        if _trace.observed():
+            _trace.emit(
+                "task_status",
+                provider=self.source_id,
+                session=session.session_id,
+                task_id=record["id"],
+                agent=record["agent_name"],
+                description=record["description"],
+                status=status,
+                result=record.get("result_text"),
+                error=record.get("error_text"),
+            )
+
+    # -- the six tools ------------------------------------------------------------------
+
+    def _tools(self, session: AgentSession, runtime: _Runtime) -> list[FunctionTool]:
+        """The six tools bound to ``session`` and the runtime current now (cached)."""
+        if runtime.tools is not None and runtime.tools[0] is session:
+            return runtime.tools[1]
+        provider = self
+
+        def background_agents_start_task(agent_name: str, input: str, description: str) -> str:
+            return provider._start_task(session, runtime, agent_name, input, description)
+
+        async def background_agents_wait_for_first_completion(task_ids: list[TaskId]) -> str:
+            return await provider._wait(session, runtime, task_ids)
+
+        def background_agents_get_task_results(task_id: TaskId) -> str:
+            return provider._get_task_results(session, runtime, task_id)
+
+        def background_agents_get_all_tasks() -> str:
+            return provider._get_all_tasks(session, runtime)
+
+        def background_agents_continue_task(task_id: TaskId, text: str) -> str:
+            return provider._continue_task(session, runtime, task_id, text)
+
+        def background_agents_clear_completed_task(task_id: TaskId) -> str:
+            return provider._clear_task(session, runtime, task_id)
+
+        timeout = self._wait_timeout_seconds
+        tools: list[FunctionTool] = [
+            _BackgroundTool(
+                background_agents_start_task,
+                description=(
+                    "Start a task on a named background agent without waiting for it. "
+                    "agent_name: which agent does the work; input: the request passed to it; "
+                    "description: a short label to recognize the task later. Returns the task id."
+                ),
+            ),
+            _BackgroundTool(
+                background_agents_wait_for_first_completion,
+                description=(
+                    "Wait until the first of the given background tasks finishes, or until "
+                    f"{timeout} seconds have passed. After a timeout the tasks are still "
+                    "running and you can call this tool again."
+                ),
+            ),
+            _BackgroundTool(
+                background_agents_get_task_results,
+                description="Get the result of a finished task, its error, or its current status.",
+            ),
+            _BackgroundTool(
+                background_agents_get_all_tasks,
+                description=(
+                    "List every background task with its id, status, agent and description."
+                ),
+            ),
+            _BackgroundTool(
+                background_agents_continue_task,
+                description=(
+                    "Send follow-up input to a completed or failed task; it runs in the same "
+                    "child session, so the agent keeps its earlier context."
+                ),
+            ),
+            _BackgroundTool(
+                background_agents_clear_completed_task,
+                description=(
+                    "Remove a finished task and release its child session. Running tasks "
+                    "cannot be cleared."
+                ),
+            ),
+        ]
+        runtime.tools = (session, tools)
+        return tools
+
+    def _start_task(
+        self,
+        session: AgentSession,
+        runtime: _Runtime,
+        agent_name: str,
+        input: str,
+        description: str,
+    ) -> str:
+        if runtime.closed:
+            return "Error: Session is being released; cannot start a new background task."
+        agent = self._agents.get(agent_name.lower())
+        if agent is None:
+            available = ", ".join(str(a.name) for a in self._agents.values())
+            return (
+                f"Error: No background agent found with name '{agent_name}'. "
+                f"Available agents: {available}"
+            )
+        state = self._state(session)
+        index = self._index(runtime, state["tasks"])
+        task_id = int(state["next_task_id"])
+        # Py-later order: create and track the child first; only then take the id and
+        # write the record, so a failure here leaves no id used and no orphan record.
+        child_session = agent.create_session()
+        run = _child_run(runtime, task_id, agent, input, child_session)
+        run.start(self._keepalive)
+        try:
+            runtime.track(task_id, run)
+        except RuntimeError as exc:
+            return f"Error: {exc}"
+        runtime.child_sessions[task_id] = child_session
+        state["next_task_id"] = task_id + 1
+        record = {
+            "id": task_id,
+            "agent_name": agent_name,
+            "description": description,
+            "status": _RUNNING,
+        }
+        index.append(record)
+        self._emit(session, record, _RUNNING)
+        return f"Background task {task_id} started on agent '{agent_name}'."
+
+    async def _wait(self, session: AgentSession, runtime: _Runtime, task_ids: Iterable[int]) -> str:
+        if runtime.closed:
+            return "Error: Session is being released; cannot wait for background tasks."
+        requested = list(dict.fromkeys(task_ids))
+        if not requested:
+            return "Error: No task IDs provided."
+        runs = [runtime.in_flight[t] for t in requested if t in runtime.in_flight]
+        if not runs:
+            index = self._refresh(session, runtime, self._state(session))
+            found = [index.by_id[t] for t in requested if t in index.by_id]
+            not_running = [r for r in found if r["status"] != _RUNNING]
+            if not_running:
+                first = min(not_running, key=_record_id)  # state order is id order
+                return f"Task {first['id']} is not running; current status: {first['status']}."
+            return "Error: None of the specified task IDs correspond to running tasks."
+        if not any(run.finished for run in runs):
+            wake = anyio.Event()
+            for run in runs:
+                run.add_listener(wake)
+            try:
+                with anyio.move_on_after(self._wait_timeout_seconds):
+                    await wake.wait()
+            finally:
+                for run in runs:
+                    run.remove_listener(wake)
+            if not any(run.finished for run in runs):
+                return (
+                    f"No background task completed within {self._wait_timeout_seconds} seconds. "
+                    "The tasks are still running; call this tool again to keep waiting."
+                )
+            # Let runs that end at this same virtual instant finish too, so the winner is
+            # the first *requested* one among them, not the one the scheduler ran first.
+            await settle()
+        winner = next(run for run in runs if run.finished)
+        record = self._index(runtime, self._state(session)["tasks"]).by_id.get(winner.task_id)
+        if record is None:
+            return f"Task {winner.task_id} finished with status: Unknown."
+        if not winner.superseded and record["status"] == _RUNNING:
+            self._finalize(session, runtime, record, winner)
+        return f"Task {winner.task_id} finished with status: {winner.status.value}."
+
+    def _get_task_results(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
+        index = self._refresh(session, runtime, self._state(session))
+        record = index.by_id.get(task_id)
+        if record is None:
+            return f"Error: No task found with ID {task_id}."
+        status = record["status"]
+        if status == BackgroundTaskStatus.COMPLETED.value:
+            return record.get("result_text") or "(no output)"
+        if status == BackgroundTaskStatus.FAILED.value:
+            return f"Task failed: {record.get('error_text') or 'Unknown error'}"
+        if status == _LOST:
+            return "Task state was lost (reference unavailable)."
+        return f"Task {task_id} is still running."
+
+    def _get_all_tasks(self, session: AgentSession, runtime: _Runtime) -> str:
+        index = self._refresh(session, runtime, self._state(session))
+        if not index.tasks:
+            return "No tasks."
+        lines = ["Tasks:"]
+        lines.extend(
+            f"- Task {r['id']} [{r['status']}] ({r['agent_name']}): {r['description']}"
+            for r in index.tasks
+        )
+        return "\n".join(lines)
+
+    def _continue_task(
+        self, session: AgentSession, runtime: _Runtime, task_id: int, text: str
+    ) -> str:
+        if runtime.closed:
+            return "Error: Session is being released; cannot continue a background task."
+        index = self._refresh(session, runtime, self._state(session))
+        record = index.by_id.get(task_id)
+        if record is None:
+            return f"Error: No task found with ID {task_id}."
+        status = record["status"]
+        if status == _LOST:
+            return (
+                f"Error: Task {task_id} cannot be continued because its session was lost. "
+                "Start a new task instead."
+            )
+        if status == _RUNNING:
+            return (
+                f"Error: Task {task_id} is still running. "
+                "Wait for it to finish before continuing it."
+            )
+        agent = self._agents.get(str(record["agent_name"]).lower())
+        if agent is None:
+            return f"Error: Agent '{record['agent_name']}' is no longer available."
+        child_session = runtime.child_sessions.get(task_id)
+        if child_session is None:
+            return f"Error: Session for task {task_id} is no longer available."
+        run = _child_run(runtime, task_id, agent, text, child_session)
+        run.start(self._keepalive)
+        try:
+            runtime.track(task_id, run)
+        except RuntimeError as exc:
+            return f"Error: {exc}"
+        record.pop("result_text", None)
+        record.pop("error_text", None)
+        self._set_status(session, record, _RUNNING)
+        return f"Task {task_id} continued with new input."
+
+    def _clear_task(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
+        if runtime.closed:
+            return "Error: Session is being released; cannot clear tasks."
+        index = self._refresh(session, runtime, self._state(session))
+        record = index.by_id.get(task_id)
+        if record is None:
+            return f"Error: No task found with ID {task_id}."
+        if record["status"] == _RUNNING:
+            return (
+                f"Error: Task {task_id} is still running. Wait for it to finish before clearing it."
+            )
+        index.remove(record)
+        runtime.in_flight.pop(task_id, None)
+        runtime.latest.pop(task_id, None)
+        runtime.child_sessions.pop(task_id, None)
+        self._emit(session, record, "cleared")
+        return f"Task {task_id} cleared."
+
+
+def _foreign(runtime: _Runtime, token: object | None) -> bool:
+    """True when ``runtime``'s runs belong to an event loop other than the running one.
+
+    A simulation that ended is a process that ended: its runs are gone, so their tasks
+    read as ``lost`` — in a later simulation, and also when the host inspects the session
+    outside any event loop after the run.
+    """
+    if runtime.token is None:
+        return token is not None
+    if token is not None:
+        return runtime.token is not token
+    return not loop_alive(runtime.token)
+
+
+def _normalize(state: dict[str, Any]) -> None:
+    if not isinstance(state.get("next_task_id"), int):
+        state["next_task_id"] = 1
+    if not isinstance(state.get("tasks"), list):
+        state["tasks"] = []
+
+
+def _child_run(
+    runtime: _Runtime, task_id: int, agent: SupportsAgentRun, text: str, child_session: Any
+) -> ChildRun:
+    async def run() -> Any:
+        return await agent.run(text, session=child_session)
+
+    return ChildRun(
+        task_id, f"background task {task_id} ({agent.name})", run, runtime.finished.append
+    )
+
+
+async def _drain(
+    session_id: str,
+    pending: list[ChildRun],
+    timeout: float | None,  # noqa: ASYNC109 - a drain budget, not a caller timeout
+) -> None:
+    """Cancel ``pending`` and wait for them, at most ``timeout`` (virtual) seconds."""
+    deadline = math.inf if timeout is None else anyio.current_time() + float(timeout)
+    for run in pending:
+        run.cancel()
+    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+        for run in pending:
+            await run.wait()
+    left = [run for run in pending if not run.finished]
+    if left:
+        _logger.warning(
+            "release of session %s timed out; abandoning %d background task(s) that did not "
+            "stop: %s",
+            session_id,
+            len(left),
+            ", ".join(str(run.task_id) for run in left),
+        )
