@@ -39,6 +39,10 @@ from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import RecordedTurn as RecordedTurn
+from ._clients import RecordingChatClient as RecordingChatClient
+from ._clients import ReplayChatClient as ReplayChatClient
+from ._clients import ReplayDriftWarning as ReplayDriftWarning
 from ._clients import ScriptedChatClient as ScriptedChatClient
 from ._clients import Turn as Turn
 from ._clock import VirtualClock as VirtualClock
@@ -85,9 +89,18 @@ from ._messages import TextContent as TextContent
 from ._messages import UriContent as UriContent
 from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
+from ._transcript import Divergence as Divergence
+from ._transcript import Recorder as Recorder
+from ._transcript import Transcript as Transcript
+from ._transcript import TranscriptEvent as TranscriptEvent
+from ._transcript import diff_transcripts as diff_transcripts
+from ._transcript import read_transcript as read_transcript
+from ._transcript import record as record
+from ._transcript import render_mermaid as render_mermaid
+from ._transcript import render_text as render_text
+from ._transcript import render_timeline as render_timeline
+from ._transcript import write_transcript as write_transcript
 from ._version import __version__ as __version__
-
-# --- end transcript ---
 
 # --- end scenario ---
 
@@ -119,6 +132,7 @@ __all__ = [
     "DataContent",
     "DelegateLoopEvaluator",
     "DelegatingAgent",
+    "Divergence",
     "ErrorContent",
     "FunctionApprovalRequestContent",
     "FunctionApprovalResponseContent",
@@ -135,6 +149,11 @@ __all__ = [
     "LoopEvaluator",
     "LoopsimError",
     "Message",
+    "RecordedTurn",
+    "Recorder",
+    "RecordingChatClient",
+    "ReplayChatClient",
+    "ReplayDriftWarning",
     "ReplayMismatchError",
     "ResponseStream",
     "ScenarioError",
@@ -148,7 +167,9 @@ __all__ = [
     "TodoCompletionLoopEvaluator",
     "TodoCompletionLoopEvaluatorOptions",
     "TodoProvider",
+    "Transcript",
     "TranscriptError",
+    "TranscriptEvent",
     "Turn",
     "UriContent",
     "Usage",
@@ -158,6 +179,13 @@ __all__ = [
     "background_tasks_running",
     "background_tasks_running_message",
     "create_harness_agent",
+    "diff_transcripts",
+    "read_transcript",
+    "record",
+    "render_mermaid",
+    "render_text",
+    "render_timeline",
     "simulate",
     "tool",
+    "write_transcript",
 ]

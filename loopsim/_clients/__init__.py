@@ -1,9 +1,23 @@
-"""Chat clients: the protocol and the fakes that answer it."""
+"""Chat clients: the protocol, the fakes that answer it, recording and replay."""
 
 from ._function import FunctionChatClient as FunctionChatClient
 from ._protocol import ChatClient as ChatClient
+from ._recording import RecordedTurn as RecordedTurn
+from ._recording import RecordingChatClient as RecordingChatClient
+from ._replay import ReplayChatClient as ReplayChatClient
+from ._replay import ReplayDriftWarning as ReplayDriftWarning
 from ._scripted import ScriptedChatClient as ScriptedChatClient
 from ._scripted import Turn as Turn
 from ._scripted import split_into_updates as split_into_updates
 
-__all__ = ["ChatClient", "FunctionChatClient", "ScriptedChatClient", "Turn", "split_into_updates"]
+__all__ = [
+    "ChatClient",
+    "FunctionChatClient",
+    "RecordedTurn",
+    "RecordingChatClient",
+    "ReplayChatClient",
+    "ReplayDriftWarning",
+    "ScriptedChatClient",
+    "Turn",
+    "split_into_updates",
+]

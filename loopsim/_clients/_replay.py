@@ -1,0 +1,308 @@
+"""ReplayChatClient: answers an agent's requests from a recorded transcript.
+
+Matching is per agent and per session, on message content, never on global order
+(vcrpy-style replay breaks on concurrency and on identical repeated requests): each
+recorded session of the agent is a queue of turns; a live session is mapped to a
+recorded one (the same id when it exists, since the same program makes the same ids),
+and each live request is answered by the next turn of its session.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import anyio
+
+from .. import _trace
+from .._errors import ReplayMismatchError, SimulationError
+from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
+from ._base import FakeChatClient
+from ._recording import RecordedTurn, dump_message, message_summary
+
+__all__ = ["RecordedEvent", "ReplayChatClient", "ReplayDriftWarning", "comparable_message"]
+
+
+class ReplayDriftWarning(UserWarning):
+    """A lenient replay answered a request that differs from the recorded one."""
+
+
+class RecordedEvent(Protocol):
+    """What the replay reads from a transcript event."""
+
+    @property
+    def time(self) -> float: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+class _Recording(Protocol):
+    @property
+    def events(self) -> Sequence[Any]: ...
+
+
+_IGNORED_KEYS = frozenset({"message_id"})
+
+
+def comparable_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a JSON message a replay compares: all but ``message_id``."""
+    return {k: v for k, v in message.items() if k not in _IGNORED_KEYS}
+
+
+def _loopsim_id(value: str | None, kind: str) -> bool:
+    # Ids loopsim's fakes stamp from the simulation's counters: a replay lets its own
+    # stamping make them again so the counters advance exactly as in the recording.
+    return value is not None and re.fullmatch(rf"{kind}-\d{{4,}}", value) is not None
+
+
+def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
+    """Pair the ``model_request``/``model_response`` events of ``agent`` into turns."""
+    turns: list[RecordedTurn] = []
+    open_turns: dict[str | None, list[RecordedTurn]] = {}
+    for index, event in enumerate(events):
+        if event.kind not in ("model_request", "model_response"):
+            continue
+        data = event.data
+        if data.get("agent") != agent:
+            continue
+        session = data.get("session")
+        if event.kind == "model_request":
+            turn = RecordedTurn(
+                agent=agent,
+                session=session,
+                messages=list(data.get("messages") or ()),
+                tools=list(data.get("tools") or ()),
+                request_time=float(event.time),
+                event_index=index,
+            )
+            turns.append(turn)
+            open_turns.setdefault(session, []).append(turn)
+        elif open_turns.get(session):
+            turn = open_turns[session].pop(0)
+            turn.response = list(data.get("messages") or ())
+            turn.usage = data.get("usage")
+            turn.response_id = data.get("response_id")
+            turn.response_time = float(event.time)
+            turn.response_index = index
+    return turns
+
+
+class ReplayChatClient(FakeChatClient):
+    """A chat client that answers ``agent_name``'s requests from a recorded transcript.
+
+    Args:
+        transcript: a :class:`~loopsim.Transcript` (anything with ``.events``).
+        agent_name: whose ``model_request``/``model_response`` events to replay.
+        strict: when True, a request that differs from the recorded one (roles, texts,
+            tool names and arguments, call ids, offered tools) raises
+            :class:`~loopsim.ReplayMismatchError` naming the first divergent event with
+            both sides. When False, requests are matched per agent in order and drift is
+            reported as :class:`ReplayDriftWarning`.
+        replay_timing: sleep (on the virtual clock) as long as the recorded model took,
+            so the replayed run has the recorded timestamps.
+
+    Recorded turns never asked for are listed by :attr:`unplayed`;
+    :meth:`assert_all_played` raises when there are any.
+
+    Example:
+        >>> import loopsim
+        >>> agent = loopsim.Agent(loopsim.ScriptedChatClient(["4"]), name="calc")
+        >>> transcript = loopsim.record(agent.run, "2+2?")[1]
+        >>> replay = loopsim.ReplayChatClient(transcript, "calc")
+        >>> loopsim.simulate(loopsim.Agent(replay, name="calc").run, "2+2?").text
+        '4'
+        >>> replay.assert_all_played()
+    """
+
+    def __init__(
+        self,
+        transcript: _Recording,
+        agent_name: str,
+        *,
+        strict: bool = True,
+        replay_timing: bool = True,
+    ) -> None:
+        super().__init__(f"replay:{agent_name}")
+        self.agent_name = agent_name
+        self.strict = strict
+        self.replay_timing = replay_timing
+        self.turns: tuple[RecordedTurn, ...] = tuple(
+            turns_from_events(transcript.events, agent_name)
+        )
+        self._played: set[int] = set()
+        self._queues: dict[str | None, list[RecordedTurn]] = {}
+        for turn in self.turns:
+            self._queues.setdefault(turn.session, []).append(turn)
+        self._session_map: dict[str, str | None] = {}
+        self._claimed: set[str | None] = set()
+        self._last_request: tuple[object, str | None] | None = None
+        self._subscribed: _trace.Trace | None = None
+        self._watch()
+
+    # -- inspection ---------------------------------------------------------------------
+
+    @property
+    def unplayed(self) -> tuple[RecordedTurn, ...]:
+        """Recorded turns no request has asked for (yet)."""
+        return tuple(t for t in self.turns if id(t) not in self._played)
+
+    def assert_all_played(self) -> None:
+        """Raise :class:`~loopsim.ReplayMismatchError` if a recorded turn was never asked for."""
+        left = self.unplayed
+        if left:
+            first = left[0]
+            raise ReplayMismatchError(
+                self.agent_name,
+                first.event_index,
+                f"{len(left)} recorded turn(s) never requested, first: "
+                f"session {first.session}: {first.summary}",
+                "<the run ended>",
+            )
+
+    finish = assert_all_played
+
+    # -- session hints ------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        trace = _trace.active()
+        if trace is not None and trace is not self._subscribed:
+            self._subscribed = trace
+            trace.subscribe(self._on_event)
+
+    def _on_event(self, event: _trace.Event) -> None:
+        # The Agent emits model_request with the very messages object it then hands to
+        # us; remembering it tells the request's session without a protocol change.
+        if event.kind == "model_request" and event.data.get("agent") == self.agent_name:
+            self._last_request = (event.data.get("messages"), event.data.get("session"))
+
+    def _live_session(self, messages: Sequence[Message]) -> str | None:
+        last = self._last_request
+        if last is not None and last[0] is messages:
+            return last[1]
+        return None
+
+    # -- matching -----------------------------------------------------------------------
+
+    def _heads(self) -> list[RecordedTurn]:
+        heads = [
+            next((t for t in queue if id(t) not in self._played), None)
+            for queue in self._queues.values()
+        ]
+        return sorted((h for h in heads if h is not None), key=lambda t: t.event_index or 0)
+
+    def _head_of(self, session: str | None) -> RecordedTurn | None:
+        queue = self._queues.get(session, ())
+        return next((t for t in queue if id(t) not in self._played), None)
+
+    def _select(
+        self, live_session: str | None, live: list[dict[str, Any]], tools: list[str]
+    ) -> RecordedTurn | None:
+        if live_session is not None and live_session in self._session_map:
+            return self._head_of(self._session_map[live_session])
+        heads = self._heads()
+        if not heads:
+            return None
+        unclaimed = [h for h in heads if h.session not in self._claimed]
+        matching = [h for h in heads if _diff(h, live, tools) is None]
+        chosen: RecordedTurn | None = None
+        if live_session is not None and live_session in self._queues:
+            own = self._head_of(live_session)
+            if own is not None and live_session not in self._claimed:
+                chosen = own
+        if chosen is None:
+            chosen = next(
+                (h for h in unclaimed if h in matching),
+                matching[0] if matching else (unclaimed or heads)[0],
+            )
+        if live_session is not None and chosen.session not in self._claimed:
+            self._session_map[live_session] = chosen.session
+            self._claimed.add(chosen.session)
+        return chosen
+
+    async def _answer(self, request: ChatRequest) -> ChatResponse:
+        self._watch()
+        live = [dump_message(m) for m in request.messages]
+        tools = list(request.options.tool_names)
+        live_session = self._live_session(request.messages)
+        turn = self._select(live_session, live, tools)
+        if turn is None:
+            last = message_summary(live[-1]) if live else "<no messages>"
+            raise ReplayMismatchError(
+                self.agent_name,
+                None,
+                f"no further recorded turn for agent {self.agent_name!r}",
+                f"a request ({len(live)} message(s), last {last})",
+            )
+        difference = _diff(turn, live, tools)
+        if difference is not None:
+            expected, actual = difference
+            where = f"t={turn.request_time:g} session {turn.session}"
+            if self.strict:
+                raise ReplayMismatchError(
+                    self.agent_name, turn.event_index, f"{where}: {expected}", actual
+                )
+            warnings.warn(
+                ReplayDriftWarning(
+                    f"replay of agent {self.agent_name!r} drifted at event "
+                    f"{turn.event_index} ({where}): recorded {expected}; live {actual}"
+                ),
+                stacklevel=2,
+            )
+        self._played.add(id(turn))
+        if turn.response is None:
+            raise SimulationError(
+                f"the recorded request of agent {self.agent_name!r} at event "
+                f"{turn.event_index} has no recorded response (the original model call "
+                f"failed{': ' + turn.error if turn.error else ''})"
+            )
+        if self.replay_timing and turn.response_time is not None:
+            delay = turn.response_time - turn.request_time
+            if delay > 0:
+                await anyio.sleep(delay)
+        return _response_of(turn)
+
+
+def _response_of(turn: RecordedTurn) -> ChatResponse:
+    messages = []
+    for data in turn.response or ():
+        if _loopsim_id(data.get("message_id"), "msg"):
+            data = {**data, "message_id": None}  # noqa: PLW2901 - a fresh copy, restamped
+        messages.append(Message.model_validate(data))
+    response_id = turn.response_id
+    if _loopsim_id(response_id, "resp"):
+        response_id = None
+    usage = None if turn.usage is None else Usage.model_validate(turn.usage)
+    return ChatResponse(messages, response_id=response_id, usage=usage)
+
+
+def _diff(
+    turn: RecordedTurn, live: list[dict[str, Any]], tools: Iterable[str]
+) -> tuple[str, str] | None:
+    """None when ``live`` asks what ``turn`` recorded, else (recorded, live) in words."""
+    recorded = turn.messages
+    for index, (a, b) in enumerate(zip(recorded, live, strict=False)):
+        if comparable_message(a) != comparable_message(b):
+            return (
+                f"message[{index}] {message_summary(a)}",
+                f"message[{index}] {message_summary(b)}",
+            )
+    if len(recorded) != len(live):
+        n = min(len(recorded), len(live))
+        extra_a = message_summary(recorded[n]) if len(recorded) > n else "<none>"
+        extra_b = message_summary(live[n]) if len(live) > n else "<none>"
+        return (
+            f"{len(recorded)} message(s), message[{n}] {extra_a}",
+            f"{len(live)} message(s), message[{n}] {extra_b}",
+        )
+    tool_list = list(tools)
+    if turn.tools != tool_list:
+        return f"tools {turn.tools}", f"tools {tool_list}"
+    return None
+
+
+# ChatOptions re-exported for type checkers reading the signature above.
+_ = ChatOptions

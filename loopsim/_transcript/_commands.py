@@ -1,0 +1,118 @@
+"""``loopsim show`` and ``loopsim replay``: command functions the CLI module registers.
+
+Exit codes follow the CLI: 0 ok / identical, 1 divergence, 2 unreadable file or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .._errors import LoopsimError, TranscriptError
+from ._diff import diff_transcripts
+from ._model import Transcript, read_transcript
+from ._render import render_mermaid, render_text, render_timeline
+
+__all__ = [
+    "FORMATS",
+    "Rerun",
+    "add_replay_parser",
+    "add_show_parser",
+    "cmd_replay",
+    "cmd_show",
+]
+
+EXIT_OK = 0
+EXIT_DIVERGED = 1
+EXIT_UNREADABLE = 2
+
+#: ``loopsim show --format`` choices.
+FORMATS: dict[str, Callable[[Transcript], str]] = {
+    "text": render_text,
+    "mermaid": render_mermaid,
+    "timeline": render_timeline,
+}
+
+#: Re-runs the program a transcript recorded and returns the new transcript.
+Rerun = Callable[[Transcript], Transcript]
+
+
+def _read(path: str) -> Transcript | None:
+    try:
+        return read_transcript(path)
+    except TranscriptError as exc:
+        print(f"loopsim: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
+    except OSError as exc:
+        print(f"loopsim: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)  # noqa: T201
+    return None
+
+
+def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``show TRANSCRIPT [--format text|mermaid|timeline]``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "show",
+        help="render a transcript as text, a Mermaid sequence diagram or a task timeline",
+        description="Render a *.transcript.json file: text (one event per line), mermaid "
+        "(sequence diagram) or timeline (Mermaid gantt of background tasks).",
+    )
+    parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text")
+    parser.set_defaults(command=cmd_show)
+    return parser
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print the transcript in the chosen format; 2 when it cannot be read."""
+    transcript = _read(args.transcript)
+    if transcript is None:
+        return EXIT_UNREADABLE
+    sys.stdout.write(FORMATS[getattr(args, "format", "text") or "text"](transcript))
+    return EXIT_OK
+
+
+def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``replay TRANSCRIPT [--scenario FILE]``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="re-run a recorded transcript and report the first divergence",
+        description="Re-run the program that recorded TRANSCRIPT and compare: prints "
+        "'identical' or the first divergent event (exit code 1).",
+    )
+    parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
+    parser.add_argument(
+        "--scenario", metavar="FILE", default=None, help="the scenario file to re-run"
+    )
+    parser.set_defaults(command=cmd_replay)
+    return parser
+
+
+def cmd_replay(args: argparse.Namespace, *, rerun: Rerun | None = None) -> int:
+    """Re-run and compare: 0 identical, 1 diverged, 2 unreadable or nothing to re-run with.
+
+    ``rerun`` (or ``args.rerun``, set by whoever wires the CLI) re-runs the recorded
+    program and returns its new transcript; the scenario runner provides it.
+    """
+    transcript = _read(args.transcript)
+    if transcript is None:
+        return EXIT_UNREADABLE
+    rerun = rerun or getattr(args, "rerun", None)
+    if rerun is None:
+        print(  # noqa: T201 - CLI output
+            "loopsim replay: no scenario runner is available to re-run this transcript",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    try:
+        live = rerun(transcript)
+    except LoopsimError as exc:
+        # A strict replay stops at the first request that differs: that is a divergence.
+        print(f"diverged: {exc}")  # noqa: T201 - CLI output
+        return EXIT_DIVERGED
+    divergence = diff_transcripts(transcript, live)
+    if divergence is None:
+        print("identical")  # noqa: T201 - CLI output
+        return EXIT_OK
+    sys.stdout.write(divergence.text)
+    return EXIT_DIVERGED

@@ -1,0 +1,187 @@
+"""The Recorder: turns a trace's live events into a JSON-safe transcript as they happen."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+from typing_extensions import Self
+
+from .._messages import Message
+from .._trace import Event, Trace
+from ._model import Transcript, TranscriptEvent
+
+__all__ = ["Recorder", "jsonable"]
+
+T = TypeVar("T")
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        return f"{type(value).__name__}: {value}"
+    session_id = getattr(value, "session_id", None)
+    if isinstance(session_id, str):
+        return session_id
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    # Never repr(): it may hold a memory address, and transcripts must be deterministic.
+    return f"<{type(value).__name__}>"
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data (models dumped in JSON mode, enums by value, sets sorted)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=repr)
+    return to_jsonable_python(value, fallback=_fallback)
+
+
+def _current_backend() -> str | None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            return None
+        return "trio"
+    return None
+
+
+class Recorder:
+    """Records every event of a :class:`Trace` into a :class:`~loopsim.Transcript`.
+
+    Events are converted to JSON data when they are emitted, so objects that change
+    later cannot change the record. Messages are dumped once each, however many
+    requests resend them (a request holds the whole history), and the dumps are shared.
+    The recorder only listens through :meth:`Trace.subscribe`; nothing special-cases it.
+
+    Args:
+        trace: the trace to listen to (a new one with ``seed`` when None); pass it to
+            ``loopsim.simulate(..., trace=recorder.trace)``.
+        scenario, seed, backend: header fields; ``seed`` defaults to the trace's seed and
+            ``backend`` to the async library running when the first event arrives.
+
+    Example:
+        >>> import loopsim
+        >>> recorder = loopsim.Recorder(scenario="hello")
+        >>> agent = loopsim.Agent(loopsim.ScriptedChatClient(["hi"]), name="a")
+        >>> loopsim.simulate(agent.run, "hello", trace=recorder.trace).text
+        'hi'
+        >>> [e.kind for e in recorder.transcript.events]
+        ['session_created', 'model_request', 'model_response']
+    """
+
+    def __init__(
+        self,
+        trace: Trace | None = None,
+        *,
+        scenario: str | None = None,
+        seed: int | None = None,
+        backend: str | None = None,
+    ) -> None:
+        self.trace = trace if trace is not None else Trace(seed=seed or 0)
+        self.scenario = scenario
+        self.seed = self.trace.seed if seed is None else seed
+        self.backend = backend
+        self._events: list[TranscriptEvent] = []
+        self._dumped: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._unsubscribe: Callable[[], None] | None = self.trace.subscribe(self._on_event)
+
+    def close(self) -> None:
+        """Stop listening (the transcript so far stays available)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def events(self) -> tuple[TranscriptEvent, ...]:
+        """The events recorded so far."""
+        return tuple(self._events)
+
+    @property
+    def transcript(self) -> Transcript:
+        """The transcript recorded so far."""
+        return Transcript(
+            scenario=self.scenario,
+            seed=self.seed,
+            backend=self.backend,
+            events=list(self._events),
+        )
+
+    def _dump(self, message: Message) -> dict[str, Any]:
+        # Keyed by identity, holding the message so its id cannot be reused.
+        cached = self._dumped.get(id(message))
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        dumped = message.model_dump(mode="json")
+        self._dumped[id(message)] = (message, dumped)
+        return dumped
+
+    def _convert(self, value: Any) -> Any:
+        if isinstance(value, Message):
+            return self._dump(value)
+        if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+            return [self._convert(v) for v in value]
+        if isinstance(value, dict):
+            return {str(k): self._convert(v) for k, v in value.items()}
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json")
+        return jsonable(value)
+
+    def _on_event(self, event: Event) -> None:
+        if self.backend is None:
+            self.backend = _current_backend()
+        data = {key: self._convert(value) for key, value in event.data.items()}
+        self._events.append(
+            TranscriptEvent.model_construct(
+                seq=len(self._events) + 1, time=float(event.time), kind=event.kind, data=data
+            )
+        )
+
+
+def record(
+    async_fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    backend: Literal["asyncio", "trio"] = "asyncio",
+    seed: int = 0,
+    scenario: str | None = None,
+) -> tuple[T, Transcript]:
+    """Run ``async_fn(*args)`` on a fresh virtual clock and return (result, transcript).
+
+    Example:
+        >>> import loopsim
+        >>> agent = loopsim.Agent(loopsim.ScriptedChatClient(["hi"]), name="a")
+        >>> result, transcript = loopsim.record(agent.run, "hello", backend="trio")
+        >>> result.text, transcript.backend, len(transcript.events)
+        ('hi', 'trio', 3)
+    """
+    from .._clock import simulate  # noqa: PLC0415 - the clock layer sits below transcripts
+
+    recorder = Recorder(Trace(seed=seed), scenario=scenario, backend=backend)
+    with recorder:
+        result = simulate(async_fn, *args, backend=backend, trace=recorder.trace)
+    return result, recorder.transcript
