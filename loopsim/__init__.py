@@ -89,6 +89,11 @@ from ._messages import TextContent as TextContent
 from ._messages import UriContent as UriContent
 from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
+from ._scenario import LoadedScenario as LoadedScenario
+from ._scenario import Scenario as Scenario
+from ._scenario import load_scenario as load_scenario
+from ._scenario._runner import ScenarioResult as ScenarioResult
+from ._scenario._runner import run_scenario as run_scenario
 from ._transcript import Divergence as Divergence
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript
@@ -101,8 +106,6 @@ from ._transcript import render_text as render_text
 from ._transcript import render_timeline as render_timeline
 from ._transcript import write_transcript as write_transcript
 from ._version import __version__ as __version__
-
-# --- end scenario ---
 
 __all__ = [
     "AIJudgeLoopEvaluator",
@@ -142,6 +145,7 @@ __all__ = [
     "FunctionTool",
     "HarnessAgent",
     "JudgeVerdict",
+    "LoadedScenario",
     "LoopAgent",
     "LoopAgentOptions",
     "LoopContext",
@@ -156,7 +160,9 @@ __all__ = [
     "ReplayDriftWarning",
     "ReplayMismatchError",
     "ResponseStream",
+    "Scenario",
     "ScenarioError",
+    "ScenarioResult",
     "ScriptExhaustedError",
     "ScriptedChatClient",
     "SessionContext",
@@ -180,11 +186,13 @@ __all__ = [
     "background_tasks_running_message",
     "create_harness_agent",
     "diff_transcripts",
+    "load_scenario",
     "read_transcript",
     "record",
     "render_mermaid",
     "render_text",
     "render_timeline",
+    "run_scenario",
     "simulate",
     "tool",
     "write_transcript",

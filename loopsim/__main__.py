@@ -1,0 +1,5 @@
+"""``python -m loopsim`` runs the command line."""
+
+from loopsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,396 @@
+"""The eight global invariants of design.md, as checks over a run's recorded events.
+
+Each ``check_*`` function takes the :class:`~loopsim._trace.Event` list of one
+simulation (in emission order) and returns violation messages (empty when it holds).
+:func:`check_invariants` runs all eight; the scenario runner calls it on every run and
+reports each message like a failed expectation. They only read events, so they apply to
+user evaluators and hand-built simulations alike.
+
+1. Inner agent invocations <= max_iterations.
+2. The caller's initial messages reach the inner agent exactly once unless fresh context
+   is on (then at the start of every iteration).
+3. Evaluators are asked in order; none after the first that continues; the loop stops
+   (``evaluators_stopped``) only when all stop.
+4. An iteration with a pending approval request is the last, and no evaluator is asked
+   after it.
+5. A wait returns no later than its timeout (virtual clock) and leaves running tasks
+   running.
+6. Only running tasks keep the background-completion evaluator going.
+7. After a restart a task keeps what the serialized session recorded: recorded
+   completed/failed stays so; recorded running becomes ``lost`` (never completed).
+8. Transcript ids are unique; timestamps never go backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._messages import FunctionApprovalRequestContent, Message
+from ._trace import Event
+
+__all__ = [
+    "INVARIANTS",
+    "check_approval_is_last",
+    "check_background_evaluator",
+    "check_evaluator_order",
+    "check_ids_and_time",
+    "check_initial_messages",
+    "check_invariants",
+    "check_max_iterations",
+    "check_restart",
+    "check_waits",
+]
+
+WAIT_TOOL = "background_agents_wait_for_first_completion"
+TIMEOUT_PREFIX = "No background task completed within"
+TOLERANCE = 1e-6
+
+
+@dataclass
+class _LoopRun:
+    """The events of one loop run (from its first iteration start to its stop)."""
+
+    loop: str
+    events: list[Event] = field(default_factory=list)
+    stop: Event | None = None
+
+    def iterations(self) -> dict[int, list[Event]]:
+        out: dict[int, list[Event]] = {}
+        current: int | None = None
+        for event in self.events:
+            if event.kind == "loop_iteration_start":
+                current = int(event.data["iteration"])
+                out[current] = []
+            elif current is not None:
+                out[current].append(event)
+        return out
+
+
+def _loop_runs(events: Sequence[Event]) -> Iterator[_LoopRun]:
+    """Loop runs of any loop; events in between are attributed to the open run(s)."""
+    open_runs: dict[str, _LoopRun] = {}
+    for event in events:
+        loop = event.data.get("loop") if event.kind.startswith(("loop_", "evaluator_")) else None
+        if event.kind == "loop_iteration_start" and event.data.get("iteration") == 1:
+            run = _LoopRun(str(loop))
+            open_runs[str(loop)] = run
+        if event.kind == "loop_stop":
+            run_or_none = open_runs.pop(str(loop), None)
+            if run_or_none is not None:
+                run_or_none.stop = event
+                yield run_or_none
+            continue
+        for run in open_runs.values():
+            run.events.append(event)
+    yield from open_runs.values()
+
+
+def check_max_iterations(events: Sequence[Event], max_iterations: int | None) -> list[str]:
+    """1. No loop run starts more than ``max_iterations`` iterations."""
+    if max_iterations is None:
+        return []
+    problems = []
+    for run in _loop_runs(events):
+        count = sum(1 for e in run.events if e.kind == "loop_iteration_start")
+        if count > max_iterations:
+            problems.append(
+                f"invariant 1: loop {run.loop!r} ran {count} iterations, more than "
+                f"max_iterations={max_iterations}"
+            )
+    return problems
+
+
+def _input_of(request: Event) -> Message | None:
+    messages: Sequence[Any] = request.data.get("messages") or ()
+    for message in reversed(messages):
+        if isinstance(message, Message) and message.role == "user":
+            return message
+    return None
+
+
+def _count(messages: Sequence[Any], wanted: Message) -> int:
+    return sum(1 for m in messages if m == wanted)
+
+
+def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> list[str]:
+    """2. The initial input is sent once (or once per iteration with fresh context)."""
+    problems = []
+    for run in _loop_runs(events):
+        iterations = run.iterations()
+        first = [
+            e
+            for e in iterations.get(1, ())
+            if e.kind == "model_request" and e.data.get("agent") == run.loop
+        ]
+        if not first:
+            continue
+        initial = _input_of(first[0])
+        if initial is None:
+            continue
+        for number, items in sorted(iterations.items()):
+            requests = [
+                e for e in items if e.kind == "model_request" and e.data.get("agent") == run.loop
+            ]
+            if not requests:
+                continue
+            if fresh_context:
+                if _count(requests[0].data["messages"], initial) < 1:
+                    problems.append(
+                        f"invariant 2: with fresh context, iteration {number} of loop "
+                        f"{run.loop!r} did not start with the caller's initial messages"
+                    )
+                continue
+            for request in requests:
+                seen = _count(request.data["messages"], initial)
+                if seen != 1:
+                    problems.append(
+                        f"invariant 2: iteration {number} of loop {run.loop!r} sent the "
+                        f"caller's initial message {seen} times (expected exactly once)"
+                    )
+                    break
+    return problems
+
+
+def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None = None) -> list[str]:
+    """3. Evaluators asked in order, none after a continue, stop only when all stop.
+
+    ``evaluator_count`` is how many evaluators the loop has. Without it, the count is read
+    from the indices seen in the run (the highest index asked, plus one), which cannot
+    notice an evaluator that was never asked at all; the scenario runner passes it.
+    """
+    problems = []
+    for run in _loop_runs(events):
+        iterations = run.iterations()
+        last = max(iterations, default=0)
+        asked = [int(e.data["index"]) for e in run.events if e.kind == "evaluator_decision"]
+        count = evaluator_count if evaluator_count is not None else max(asked, default=-1) + 1
+        for number, items in sorted(iterations.items()):
+            decisions = [e for e in items if e.kind == "evaluator_decision"]
+            indices = [int(e.data["index"]) for e in decisions]
+            if indices != list(range(len(indices))) or len(indices) > count:
+                problems.append(
+                    f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluators "
+                    f"in the order {indices} (the loop has {count})"
+                )
+            for position, decision in enumerate(decisions[:-1]):
+                if decision.data["decision"] == "continue":
+                    problems.append(
+                        f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluator "
+                        f"{position + 1} after evaluator {position} continued"
+                    )
+                    break
+            all_stop = (
+                bool(decisions)
+                and len(decisions) == count
+                and all(d.data["decision"] == "stop" for d in decisions)
+            )
+            if all_stop and number != last:
+                problems.append(
+                    f"invariant 3: loop {run.loop!r} went on after every evaluator stopped in "
+                    f"iteration {number}"
+                )
+        if run.stop is not None and run.stop.data.get("reason") == "evaluators_stopped":
+            decisions = [e for e in iterations.get(last, ()) if e.kind == "evaluator_decision"]
+            stopped = [int(d.data["index"]) for d in decisions if d.data["decision"] == "stop"]
+            if stopped != list(range(count)) or len(decisions) != count:
+                problems.append(
+                    f"invariant 3: loop {run.loop!r} stopped as evaluators_stopped in iteration "
+                    f"{last}, but only evaluators {stopped} of {count} said stop"
+                )
+    return problems
+
+
+def _has_approval(event: Event) -> bool:
+    return any(
+        isinstance(c, FunctionApprovalRequestContent)
+        for m in event.data.get("messages") or ()
+        if isinstance(m, Message)
+        for c in m.contents
+    )
+
+
+def check_approval_is_last(events: Sequence[Event]) -> list[str]:
+    """4. A pending approval request ends the loop run; no evaluator is asked after it."""
+    problems = []
+    for run in _loop_runs(events):
+        iterations = run.iterations()
+        for number, items in sorted(iterations.items()):
+            pending = [
+                i
+                for i, e in enumerate(items)
+                if e.kind == "model_response"
+                and e.data.get("agent") == run.loop
+                and _has_approval(e)
+            ]
+            if not pending:
+                continue
+            if any(e.kind == "evaluator_decision" for e in items[pending[0] :]):
+                problems.append(
+                    f"invariant 4: loop {run.loop!r} asked an evaluator after a pending "
+                    f"approval request in iteration {number}"
+                )
+            if number != max(iterations):
+                problems.append(
+                    f"invariant 4: loop {run.loop!r} ran another iteration after a pending "
+                    f"approval request in iteration {number}"
+                )
+    return problems
+
+
+def _statuses(events: Sequence[Event]) -> Iterator[tuple[Event, dict[tuple[Any, Any], str]]]:
+    """Each event with the latest status of every task (by session and id) before it."""
+    status: dict[tuple[Any, Any], str] = {}
+    for event in events:
+        yield event, status
+        if event.kind == "task_status":
+            status[(event.data.get("session"), event.data.get("task_id"))] = str(
+                event.data.get("status")
+            )
+
+
+def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str]:
+    """5. A wait returns within its timeout; a timed-out wait leaves its tasks running."""
+    problems = []
+    started: dict[str, Event] = {}
+    for event, status in _statuses(events):
+        if event.kind == "tool_call" and event.data.get("name") == WAIT_TOOL:
+            started[str(event.data.get("call_id"))] = event
+        elif event.kind == "tool_result" and event.data.get("name") == WAIT_TOOL:
+            call = started.pop(str(event.data.get("call_id")), None)
+            if call is None:
+                continue
+            waited = event.time - call.time
+            if wait_timeout is not None and waited > wait_timeout + TOLERANCE:
+                problems.append(
+                    f"invariant 5: a wait returned after {waited:g}s, later than its "
+                    f"timeout of {wait_timeout:g}s"
+                )
+            if str(event.data.get("result") or "").startswith(TIMEOUT_PREFIX):
+                session = event.data.get("session")
+                ids = (call.data.get("arguments") or {}).get("task_ids") or ()
+                for task_id in ids:
+                    now = status.get((session, task_id))
+                    if now is not None and now != "running":
+                        problems.append(
+                            f"invariant 5: a wait that timed out left task {task_id} {now} "
+                            "(it must stay running)"
+                        )
+    return problems
+
+
+def check_background_evaluator(events: Sequence[Event]) -> list[str]:
+    """6. The background-completion evaluator continues only while a task runs."""
+    problems = []
+    for event, status in _statuses(events):
+        if (
+            event.kind == "evaluator_decision"
+            and "BackgroundTask" in str(event.data.get("evaluator"))
+            and event.data.get("decision") == "continue"
+            and "running" not in status.values()
+        ):
+            problems.append(
+                f"invariant 6: the background-completion evaluator continued iteration "
+                f"{event.data.get('iteration')} with no task running"
+            )
+    return problems
+
+
+def check_restart(events: Sequence[Event]) -> list[str]:
+    """7. Across a restart, running records become lost; finished ones stay finished."""
+    problems = []
+    recorded: dict[tuple[Any, Any], str] = {}
+    at_restart: dict[tuple[Any, Any], str] | None = None
+    for event in events:
+        if event.kind == "process_restart":
+            at_restart = dict(recorded)
+            continue
+        if event.kind != "task_status":
+            continue
+        key = (event.data.get("session"), event.data.get("task_id"))
+        new = str(event.data.get("status"))
+        if at_restart is not None and key in at_restart:
+            before = at_restart[key]
+            if before == "running" and new in ("completed", "failed"):
+                problems.append(
+                    f"invariant 7: task {key[1]} was recorded running before the restart "
+                    f"but became {new} after it (expected lost)"
+                )
+            if before in ("completed", "failed") and new == "lost":
+                problems.append(
+                    f"invariant 7: task {key[1]} was recorded {before} before the restart "
+                    "and was lost after it"
+                )
+        recorded[key] = new
+    return problems
+
+
+def check_ids_and_time(events: Sequence[Event]) -> list[str]:
+    """8. Event numbers, message ids and response ids are unique; time never goes back."""
+    problems = []
+    last_time = float("-inf")
+    last_seq = 0
+    message_ids: set[str] = set()
+    response_ids: set[str] = set()
+    for event in events:
+        if event.seq <= last_seq:
+            problems.append(f"invariant 8: event {event.seq} ({event.kind}) is out of order")
+        if event.time < last_time - TOLERANCE:
+            problems.append(
+                f"invariant 8: time went back from {last_time:g}s to {event.time:g}s at event "
+                f"{event.seq} ({event.kind})"
+            )
+        last_seq, last_time = event.seq, max(last_time, event.time)
+        if event.kind == "clock_jump":
+            start = event.data.get("from", event.data.get("start"))
+            end = event.data.get("to", event.data.get("end"))
+            if start is not None and end is not None and end < start:
+                problems.append(f"invariant 8: the clock jumped back from {start} to {end}")
+        if event.kind == "model_response":
+            response_id = event.data.get("response_id")
+            if response_id is not None:
+                if response_id in response_ids:
+                    problems.append(f"invariant 8: response id {response_id} was used twice")
+                response_ids.add(str(response_id))
+            for message in event.data.get("messages") or ():
+                message_id = getattr(message, "message_id", None)
+                if message_id is None:
+                    continue
+                if message_id in message_ids:
+                    problems.append(f"invariant 8: message id {message_id} was used twice")
+                message_ids.add(message_id)
+    return problems
+
+
+INVARIANTS = (
+    "max_iterations",
+    "initial_messages",
+    "evaluator_order",
+    "approval_is_last",
+    "waits",
+    "background_evaluator",
+    "restart",
+    "ids_and_time",
+)
+
+
+def check_invariants(
+    events: Sequence[Event],
+    *,
+    max_iterations: int | None = None,
+    fresh_context: bool = False,
+    wait_timeout: float | None = None,
+    evaluator_count: int | None = None,
+) -> list[str]:
+    """All eight invariants; returns every violation message (empty when all hold)."""
+    return [
+        *check_max_iterations(events, max_iterations),
+        *check_initial_messages(events, fresh_context=fresh_context),
+        *check_evaluator_order(events, evaluator_count),
+        *check_approval_is_last(events),
+        *check_waits(events, wait_timeout),
+        *check_background_evaluator(events),
+        *check_restart(events),
+        *check_ids_and_time(events),
+    ]

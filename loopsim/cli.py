@@ -1,0 +1,419 @@
+"""The ``loopsim`` command line: run, validate, scaffold scenarios and print the schema.
+
+Exit codes: 0 everything passed / was valid, 1 a scenario (or test) failed, 2 usage error
+or invalid scenario files.
+
+Example:
+    $ loopsim new checkout-flow        # writes checkout-flow.loopsim.yaml
+    $ loopsim validate scenarios/
+    $ loopsim run scenarios/ -n auto --junit-xml=report.xml
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import ScenarioError, TranscriptError
+
+if TYPE_CHECKING:
+    from ._transcript import Transcript
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
+
+#: Subcommands contributed by other modules: (module, add-parser function, command function).
+#: ``loopsim show`` and ``loopsim replay`` come from the transcript layer when it is present;
+#: ``replay`` is wrapped by :func:`cmd_replay`, which gives it the scenario runner.
+EXTRA_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("loopsim._transcript._commands", "add_show_parser", "cmd_show"),
+    ("loopsim._transcript._commands", "add_replay_parser", "cmd_replay"),
+)
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def scenario_files(paths: Sequence[str | Path]) -> Iterator[Path]:
+    """The scenario files named by ``paths``: files as given, folders searched recursively."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.name.endswith(SCENARIO_SUFFIXES))
+            yield from found
+        else:
+            yield path
+
+
+# -- schema -------------------------------------------------------------------------------------
+
+
+def _add_schema(sub: Any) -> None:
+    parser = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of scenario files",
+        description="Print the JSON Schema of scenario files (for editors and CI checks).",
+    )
+    parser.add_argument("-o", "--output", help="write the schema to this file instead")
+    parser.set_defaults(command=cmd_schema)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print (or write) the JSON Schema."""
+    from ._scenario._jsonschema import render_json_schema  # noqa: PLC0415 - keep startup light
+
+    text = render_json_schema()
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {args.output}")  # noqa: T201 - CLI output
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- validate -----------------------------------------------------------------------------------
+
+
+def _add_validate(sub: Any) -> None:
+    parser = sub.add_parser(
+        "validate",
+        help="check scenario files without running them",
+        description="Load every scenario file and report the first problem of each, with "
+        "file, line and field.",
+    )
+    parser.add_argument("paths", nargs="+", help="scenario files or folders")
+    parser.set_defaults(command=cmd_validate)
+
+
+def _validate_one(file: Path) -> bool:
+    """Load one file and print ``ok`` or its located error; True when it is valid."""
+    from ._scenario import load_scenario  # noqa: PLC0415 - keep startup light
+
+    try:
+        loaded = load_scenario(file)
+    except ScenarioError as exc:
+        print(f"invalid  {exc}")  # noqa: T201 - CLI output
+        return False
+    print(f"ok       {file} ({loaded.name})")  # noqa: T201 - CLI output
+    return True
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate files; exit 2 when any is invalid (or none was found)."""
+    files = list(scenario_files(args.paths))
+    if not files:
+        print("loopsim validate: no scenario files found", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    invalid = sum(not _validate_one(file) for file in files)
+    total = len(files)
+    print(  # noqa: T201 - CLI output
+        f"\n{total} scenario file{'s' if total != 1 else ''}: {total - invalid} valid, "
+        f"{invalid} invalid"
+    )
+    return EXIT_USAGE if invalid else EXIT_OK
+
+
+# -- new ------------------------------------------------------------------------------------------
+
+
+STARTER = """\
+# yaml-language-server: $schema={schema}
+#
+# A loopsim scenario: agents with scripted model turns, the parent the host talks to,
+# the loop around it, the host's steps and what must hold at the end.
+# Format reference: docs/scenarios.md. Check it with `loopsim validate {file}`,
+# run it with `loopsim run {file}` (or plain `pytest`).
+version: 1
+name: {name}
+description: >-
+  A writer drafts, is told to continue, and finishes with the completion marker.
+seed: 0                      # same seed + same scenario = byte-identical transcript
+backend: asyncio             # or trio
+
+agents:
+  writer:
+    instructions: Write the answer; say DONE when it is complete.
+    script:                  # one item per model turn; the fake fails loudly past the end
+      - reply: Here is a first draft.
+        delay: 20            # virtual seconds the model "thinks" (costs no real time)
+      - reply: Here is the final answer. DONE
+        delay: 30
+        usage: {{input_tokens: 120, output_tokens: 40}}
+
+parent:
+  agent: writer              # the agent the host runs
+  history_store: in_memory   # or service_conversation / service_response_chain
+
+loop:
+  evaluators:                # asked in order; the loop stops when all stop
+    - completion_marker: DONE
+  max_iterations: 5
+
+steps:                       # what the host does, in order
+  - run: Write a haiku about virtual time.
+
+expect:
+  iterations: 2
+  stop_reason: evaluators_stopped
+  calls: {{writer: 2}}
+  elapsed: 50                # virtual seconds
+  response:
+    contains: DONE
+"""
+
+
+def _add_new(sub: Any) -> None:
+    parser = sub.add_parser(
+        "new",
+        help="write a commented starter scenario",
+        description="Write NAME.loopsim.yaml, a commented starter scenario (never overwrites).",
+    )
+    parser.add_argument("name", help="scenario name or path (.loopsim.yaml is added)")
+    parser.set_defaults(command=cmd_new)
+
+
+def _schema_reference(target: Path) -> str:
+    """A relative path to the nearest ``loopsim.schema.json`` (written next to the file if
+    there is none above it)."""
+    from ._scenario._jsonschema import SCHEMA_FILE_NAME, render_json_schema  # noqa: PLC0415
+
+    folder = target.parent.resolve()
+    for candidate_dir in (folder, *folder.parents):
+        for candidate in (
+            candidate_dir / SCHEMA_FILE_NAME,
+            candidate_dir / "scenarios" / SCHEMA_FILE_NAME,
+        ):
+            if candidate.is_file():
+                try:
+                    return Path(_relpath(candidate, folder)).as_posix()
+                except ValueError:
+                    return candidate.as_uri()
+    schema = folder / SCHEMA_FILE_NAME
+    schema.write_text(render_json_schema(), encoding="utf-8", newline="\n")
+    print(f"wrote {schema}")  # noqa: T201 - CLI output
+    return SCHEMA_FILE_NAME
+
+
+def _relpath(path: Path, start: Path) -> str:
+    import os  # noqa: PLC0415
+
+    return os.path.relpath(path, start)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    """Write a starter scenario; refuse to overwrite."""
+    raw = str(args.name)
+    target = Path(raw if raw.endswith(SCENARIO_SUFFIXES) else raw + ".loopsim.yaml")
+    if target.exists():
+        print(f"loopsim new: {target} already exists; not overwriting it", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    if not target.parent.is_dir():
+        print(f"loopsim new: folder {target.parent} does not exist", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    name = target.name
+    for suffix in SCENARIO_SUFFIXES:
+        name = name.removesuffix(suffix)
+    text = STARTER.format(schema=_schema_reference(target), name=name, file=target)
+    with target.open("x", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+    print(f"wrote {target}; run it with: loopsim run {target}")  # noqa: T201 - CLI output
+    return EXIT_OK
+
+
+# -- run ------------------------------------------------------------------------------------------
+
+
+def _add_run(sub: Any) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="run scenarios (and tests) through pytest",
+        description="Run scenario files through pytest with the loopsim plugin. Any pytest "
+        "option works after the paths: -k, -x, -n auto, --junit-xml=FILE, "
+        "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR.",
+        add_help=True,
+    )
+    parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")
+    parser.set_defaults(command=cmd_run)
+
+
+def _plugin_loaded_by_entry_point() -> bool:
+    try:
+        points = metadata.entry_points(group="pytest11")
+    except Exception:  # noqa: BLE001 - broken metadata: load the plugin ourselves
+        return False
+    return any(point.value == "loopsim.pytest_plugin" for point in points)
+
+
+class _Summary:
+    """Counts scenario reports (also those forwarded by xdist workers) for the summary."""
+
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+        self.invalid = 0
+        self.skipped = 0
+        self.virtual = 0.0
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        props = dict(getattr(report, "user_properties", ()) or ())
+        if "loopsim_scenario" not in props:
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            if report.passed:
+                self.passed += 1
+            elif report.skipped:
+                self.skipped += 1
+            elif props.get("loopsim_invalid"):
+                self.invalid += 1
+            else:
+                self.failed += 1
+            self.virtual += float(props.get("loopsim_elapsed", 0.0) or 0.0)
+
+    def line(self) -> str:
+        total = self.passed + self.failed + self.invalid + self.skipped
+        parts = [f"{self.passed} passed"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.invalid:
+            parts.append(f"{self.invalid} invalid")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped")
+        return (
+            f"loopsim: {total} scenario{'s' if total != 1 else ''}: {', '.join(parts)} "
+            f"({_hours(self.virtual)} of virtual time)"
+        )
+
+
+def _hours(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:g} s"
+
+
+def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
+    """Run pytest on the paths with the plugin; map pytest's exit code to ours."""
+    import pytest  # noqa: PLC0415 - only `run` needs pytest
+
+    summary = _Summary()
+    plugins: list[object] = [summary]
+    if not _plugin_loaded_by_entry_point():
+        plugins.append(importlib.import_module("loopsim.pytest_plugin"))
+    # loopsim is imported already (this is it), so pytest cannot assertion-rewrite the
+    # plugin module; that warning is expected here and must not become an error.
+    quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    code = int(pytest.main([*quiet, *args.paths, *extra], plugins=plugins))
+    print(summary.line())  # noqa: T201 - CLI output
+    if code == int(pytest.ExitCode.OK):
+        return EXIT_OK
+    if code == int(pytest.ExitCode.TESTS_FAILED):
+        return EXIT_USAGE if summary.invalid and not summary.failed else EXIT_FAILED
+    if code == int(pytest.ExitCode.NO_TESTS_COLLECTED):
+        print("loopsim run: no scenarios or tests were collected", file=sys.stderr)  # noqa: T201
+    return EXIT_USAGE
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+
+def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
+    """``loopsim replay TRANSCRIPT --scenario FILE``: re-run the scenario with the recorded
+    seed and backend and compare (0 identical, 1 diverged, 2 unreadable or invalid files)."""
+    scenario_file = getattr(args, "scenario", None)
+    if scenario_file is None:
+        return replay(args)
+    from ._scenario import load_scenario  # noqa: PLC0415 - keep startup light
+    from ._scenario._runner import run_scenario  # noqa: PLC0415
+    from ._scenario._schema import BACKENDS  # noqa: PLC0415
+
+    try:
+        loaded = load_scenario(scenario_file)
+    except ScenarioError as exc:
+        print(f"loopsim replay: invalid scenario file: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"loopsim replay: cannot read {scenario_file}: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+
+    def rerun(recorded: Transcript) -> Transcript:
+        backend = recorded.backend if recorded.backend in BACKENDS else None
+        result = run_scenario(loaded, seed=recorded.seed, backend=backend)
+        if result.transcript is None:  # pragma: no cover - the transcript layer is present
+            msg = "the scenario runner recorded no transcript"
+            raise TranscriptError(msg)
+        return result.transcript
+
+    return replay(args, rerun=rerun)
+
+
+# -- entry point ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``loopsim`` (extra subcommands registered when importable)."""
+    from ._version import __version__  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(
+        prog="loopsim",
+        description="Test and simulate agent loops on a virtual clock.",
+    )
+    parser.add_argument("--version", action="version", version=f"loopsim {__version__}")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
+    _add_run(sub)
+    _add_validate(sub)
+    _add_new(sub)
+    _add_schema(sub)
+    for module_name, add_name, cmd_name in EXTRA_COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        add = getattr(module, add_name, None)
+        cmd = getattr(module, cmd_name, None)
+        if add is None or cmd is None:
+            continue
+        command_parser = add(sub)
+        if command_parser is not None:
+            if cmd_name == "cmd_replay":
+                cmd = functools.partial(cmd_replay, replay=cmd)
+            command_parser.set_defaults(command=cmd)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if arguments[:1] == ["run"]:
+        # Everything pytest understands is passed through: split paths from options.
+        rest = arguments[1:]
+        if rest[:1] in (["-h"], ["--help"]):
+            try:
+                parser.parse_args(arguments)
+            except SystemExit:
+                return EXIT_OK
+        return cmd_run(argparse.Namespace(paths=[]), rest)
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:
+        return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
+    command: Command | None = getattr(args, "command", None)
+    if command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    return command(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
