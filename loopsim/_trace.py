@@ -26,9 +26,10 @@ evaluator_decision     loop, iteration, index, evaluator, decision ("continue"|"
                        feedback
 loop_stop              loop, reason ("evaluators_stopped"|"max_iterations"|
                        "approval_pending"|"error"|"cancelled"), iterations
-task_status            provider, session, task_id, agent, description, status, result, error
+task_status            provider, session, task_id, agent, description, status ("running"|
+                       "completed"|"failed"|"lost"|"cleared"), result, error
 process_restart        (none)
-clock_jump             start, end
+clock_jump             from, to (virtual seconds)
 =====================  ==============================================================
 """
 
