@@ -59,7 +59,10 @@ def _check_item(item: object, where: str) -> None:
 
 def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
     if isinstance(item, str):
-        response = ChatResponse(Message.assistant(item))
+        # Ids drawn here in the order _stamp_ids would draw them (message, then response),
+        # which saves copying the message to stamp it.
+        message = Message("assistant", item, message_id=_trace.next_id("msg"))
+        response = ChatResponse([message], response_id=_trace.next_id("resp"))
     elif isinstance(item, Message):
         response = ChatResponse(item)
     else:
@@ -122,9 +125,12 @@ class ScriptedChatClient(FakeChatClient):
             )
         entry = self._script[self._next]
         self._next += 1
-        turn = entry if isinstance(entry, Turn) else Turn(entry)
-        if turn.delay > 0:
-            await anyio.sleep(turn.delay)
-        if isinstance(turn.item, BaseException):
-            raise turn.item
-        return _as_response(turn.item, turn.usage)
+        if isinstance(entry, Turn):
+            if entry.delay > 0:
+                await anyio.sleep(entry.delay)
+            item, usage = entry.item, entry.usage
+        else:  # a bare item: no delay, no usage (items were checked when the script was made)
+            item, usage = entry, None
+        if isinstance(item, BaseException):
+            raise item
+        return _as_response(item, usage)

@@ -7,7 +7,7 @@ differ, as in upstream's Python package.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, ClassVar
 
@@ -174,6 +174,9 @@ class _PredicatePolicy(LoopPolicy):
         self.context = context
         self.original = original
         self.progress: list[str] = []
+        # "- entry" lines of the whole log joined by newlines, kept up to date as entries
+        # are added, so a sessionless loop does not re-render the log every iteration.
+        self._progress_lines = ""
         self.snapshot: dict[str, Any] | None = None
 
     async def start(self, run: LoopRun) -> None:  # noqa: ARG002 - the session is context's
@@ -225,7 +228,11 @@ class _PredicatePolicy(LoopPolicy):
         else:
             entry = run.last_response.text.strip()
         if entry:
-            self.progress.append(str(entry))
+            text = str(entry)
+            self.progress.append(text)
+            self._progress_lines = (
+                f"{self._progress_lines}\n- {text}" if self._progress_lines else f"- {text}"
+            )
         if stop:
             return None
         session = self.context.session
@@ -249,8 +256,8 @@ class _PredicatePolicy(LoopPolicy):
         head: list[Message] = list(self.original) if mw.fresh_context else []
         if mw.inject_progress and self.progress:
             full = self.context.session is None or mw.fresh_context
-            entries: Sequence[str] = self.progress if full else self.progress[-1:]
-            head.append(Message.user(_PROGRESS_LABEL + "\n" + "\n".join(f"- {e}" for e in entries)))
+            lines = self._progress_lines if full else f"- {self.progress[-1]}"
+            head.append(Message.user(f"{_PROGRESS_LABEL}\n{lines}"))
         return [*head, *base]
 
 

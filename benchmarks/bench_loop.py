@@ -1,0 +1,300 @@
+"""Loop overhead: the same scripted loop on loopsim and on the published package.
+
+Every iteration the fake model answers ``step k``; the loop continues until iteration N
+(10, 100, 1000), so each side makes exactly N model calls. Rows:
+
+* ``LoopAgent``: loopsim's LoopAgent over ``Agent(ScriptedChatClient)``; a
+  ``DelegateLoopEvaluator`` continues with the default nudge as feedback. A LoopAgent
+  always runs on a session (it makes one when the caller passes none), so history grows.
+* ``middleware``: loopsim's ``AgentLoopMiddleware`` on ``Agent(ScriptedChatClient)``,
+  configured exactly like the upstream row (progress injected, default nudge).
+* ``upstream``: agent-framework-core's ``AgentLoopMiddleware`` on its ``Agent`` with a
+  minimal in-process ``BaseChatClient`` subclass (no function-invocation layer: the
+  cheapest client the package allows, so the ratio is conservative).
+
+``history`` runs pass a session created by the agent, so every model call receives the
+whole conversation so far (upstream: the ``InMemoryHistoryProvider`` it injects).
+
+Times are measured inside the event loop around ``agent.run`` only (agents and scripts
+are built before the clock starts), median of a few repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import loopsim
+from loopsim import (
+    AgentLoopMiddleware,
+    DelegateLoopEvaluator,
+    LoopAgent,
+    LoopAgentOptions,
+    LoopEvaluation,
+    ScriptedChatClient,
+)
+
+try:  # run as a script (python benchmarks/run.py) or as a package module
+    from _common import Row, quiet_upstream, upstream_available
+except ImportError:  # pragma: no cover
+    from benchmarks._common import Row, quiet_upstream, upstream_available
+
+NUDGE = AgentLoopMiddleware.DEFAULT_NEXT_MESSAGE
+SIZES = (10, 100, 1000)
+
+
+def repeats_for(n: int, base: int) -> int:
+    """More repeats for short loops (their median is noisier), fewer for long ones."""
+    if n <= 10:
+        return base * 3
+    return max(1, base if n <= 100 else base // 2)
+
+
+# -- loopsim ------------------------------------------------------------------------------
+
+
+def _script(n: int) -> list[str]:
+    return [f"step {i}" for i in range(1, n + 1)]
+
+
+def _loop_agent(n: int) -> tuple[LoopAgent, ScriptedChatClient]:
+    client = ScriptedChatClient(_script(n))
+
+    def decide(context: Any) -> LoopEvaluation:
+        if context.iteration < n:
+            return LoopEvaluation.continue_with_feedback(NUDGE)
+        return LoopEvaluation.stop()
+
+    agent = LoopAgent(
+        loopsim.Agent(client, name="worker"),
+        DelegateLoopEvaluator(decide),
+        LoopAgentOptions(max_iterations=n),
+    )
+    return agent, client
+
+
+def _middleware_agent(n: int) -> tuple[loopsim.Agent, ScriptedChatClient]:
+    client = ScriptedChatClient(_script(n))
+    loop = AgentLoopMiddleware(lambda iteration, **_: iteration < n, max_iterations=n)
+    return loopsim.Agent(client, name="worker", middleware=[loop]), client
+
+
+async def _consume(stream: Any) -> Any:
+    async for _ in stream:
+        pass
+    return await stream.get_final_response()
+
+
+def loopsim_once(kind: str, n: int, *, stream: bool, history: bool) -> float:
+    """Seconds for one loop run of ``n`` iterations (inside a virtual-clock simulation)."""
+    if kind == "LoopAgent":
+        agent: Any
+        agent, client = _loop_agent(n)
+    else:
+        agent, client = _middleware_agent(n)
+
+    async def main() -> float:
+        session = agent.create_session() if history else None
+        began = time.perf_counter()
+        if stream:
+            final = await _consume(agent.run_stream("go", session=session))
+        else:
+            final = await agent.run("go", session=session)
+        elapsed = time.perf_counter() - began
+        assert final.text.endswith(f"step {n}"), final.text[-80:]
+        return elapsed
+
+    elapsed = loopsim.simulate(main, wall_clock=False)
+    assert client.turn == n
+    return elapsed
+
+
+# -- upstream -----------------------------------------------------------------------------
+
+
+def _upstream_client_class() -> type:
+    from agent_framework import (  # noqa: PLC0415
+        BaseChatClient,
+        ChatResponse,
+        ChatResponseUpdate,
+        Content,
+        Message,
+        ResponseStream,
+    )
+
+    class ScriptedUpstreamClient(BaseChatClient):  # type: ignore[misc]
+        """Answers ``step k`` on call k, in-process, streaming or not."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def _inner_get_response(self, *, stream: bool, **_: Any) -> Any:
+            self.calls += 1
+            k = self.calls
+            text = f"step {k}"
+            if stream:
+
+                async def updates() -> Any:
+                    yield ChatResponseUpdate(
+                        role="assistant",
+                        contents=[Content.from_text(text)],
+                        message_id=f"msg-{k}",
+                        response_id=f"resp-{k}",
+                    )
+
+                return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
+
+            async def answer() -> Any:
+                return ChatResponse(
+                    messages=[Message(role="assistant", contents=[text], message_id=f"msg-{k}")],
+                    response_id=f"resp-{k}",
+                )
+
+            return answer()
+
+    return ScriptedUpstreamClient
+
+
+def upstream_once(n: int, *, stream: bool, history: bool) -> float:
+    quiet_upstream()
+    import agent_framework as af  # noqa: PLC0415
+
+    client = _upstream_client_class()()
+    loop = af.AgentLoopMiddleware(lambda iteration, **_: iteration < n, max_iterations=n)
+    agent = af.Agent(client=client, middleware=[loop], name="worker")
+
+    async def main() -> float:
+        session = agent.create_session() if history else None
+        began = time.perf_counter()
+        if stream:
+            final = await _consume(agent.run("go", stream=True, session=session))
+        else:
+            final = await agent.run("go", session=session)
+        elapsed = time.perf_counter() - began
+        assert f"step {n}" in final.text, final.text[-80:]
+        return elapsed
+
+    elapsed = asyncio.run(main())
+    assert client.calls == n
+    return elapsed
+
+
+# -- rows ---------------------------------------------------------------------------------
+
+
+def _median(fn: Callable[[], float], repeat: int) -> float:
+    return statistics.median(fn() for _ in range(repeat))
+
+
+def run(
+    sizes: Sequence[int] = SIZES,
+    *,
+    repeat: int = 5,
+    upstream: bool = True,
+    upstream_history_max: int = 1000,
+    log: Callable[[str], None] = print,
+) -> list[Row]:
+    rows: list[Row] = []
+    have_upstream = upstream and upstream_available()
+    # warm up imports, pydantic schemas and caches on both sides before timing anything
+    for warm_stream in (False, True):
+        for warm_history in (False, True):
+            loopsim_once("LoopAgent", 10, stream=warm_stream, history=warm_history)
+            loopsim_once("middleware", 10, stream=warm_stream, history=warm_history)
+            if have_upstream:
+                upstream_once(10, stream=warm_stream, history=warm_history)
+    for stream in (False, True):
+        mode = "stream" if stream else "run"
+        for history in (False, True):
+            label = "history" if history else "no session"
+            per_iter: dict[str, dict[int, float]] = {
+                "LoopAgent": {},
+                "middleware": {},
+                "upstream": {},
+            }
+            for n in sizes:
+                r = repeats_for(n, repeat)
+                up: float | None = None
+                if have_upstream and (not history or n <= upstream_history_max):
+                    # the published package grows quadratically with history: one repeat at 1000
+                    up_r = 1 if history and n >= 1000 else r
+                    up = (
+                        _median(partial(upstream_once, n, stream=stream, history=history), up_r) / n
+                    )
+                    per_iter["upstream"][n] = up
+                for kind in ("LoopAgent", "middleware"):
+                    if kind == "LoopAgent" and not history:
+                        # a LoopAgent always has a session; measured once under "history"
+                        continue
+                    t = (
+                        _median(partial(loopsim_once, kind, n, stream=stream, history=history), r)
+                        / n
+                    )
+                    per_iter[kind][n] = t
+                    ratio = None if up is None else up / t
+                    rows.append(
+                        Row(
+                            section="loop",
+                            case=f"{kind} {mode} {label} n={n}",
+                            value=1 / t,
+                            unit="iter/s",
+                            upstream=None if up is None else 1 / up,
+                            ratio=ratio,
+                            target=">= 3x upstream" if ratio is not None else "",
+                            met=None if ratio is None else ratio >= 3.0,
+                            extra={
+                                "us_per_iter": t * 1e6,
+                                "upstream_us_per_iter": None if up is None else up * 1e6,
+                            },
+                        )
+                    )
+                    log(
+                        rows[-1].case
+                        + f": {t * 1e6:.1f} us/iter"
+                        + ("" if up is None else f", upstream {up * 1e6:.1f} us/iter, x{ratio:.1f}")
+                    )
+            if history and len(sizes) > 1:
+                lo, hi = min(sizes), max(sizes)
+                for kind in ("LoopAgent", "middleware", "upstream"):
+                    costs = per_iter[kind]
+                    if lo in costs and hi in costs:
+                        growth = costs[hi] / costs[lo]
+                        rows.append(
+                            Row(
+                                section="loop",
+                                case=f"{kind} {mode} history growth {lo}->{hi}",
+                                value=growth,
+                                unit="x per-iter cost",
+                                target="<= 2x" if kind != "upstream" else "(reference)",
+                                met=None if kind == "upstream" else growth <= 2.0,
+                                extra={
+                                    "us_per_iter_lo": costs[lo] * 1e6,
+                                    "us_per_iter_hi": costs[hi] * 1e6,
+                                },
+                            )
+                        )
+                        log(
+                            rows[-1].case
+                            + f": x{growth:.2f} ({costs[lo] * 1e6:.0f} -> "
+                            + f"{costs[hi] * 1e6:.0f} us/iter)"
+                        )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-upstream", action="store_true")
+    args = parser.parse_args(argv)
+    run(args.sizes, repeat=args.repeat, upstream=not args.no_upstream)
+
+
+if __name__ == "__main__":
+    main()

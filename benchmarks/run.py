@@ -1,0 +1,208 @@
+"""Run every benchmark, print one table and write it as JSON (and Markdown).
+
+Usage (from the repository root, in an environment with the ``bench`` extra, e.g.
+``tox -e bench`` or ``pip install -e '.[bench]'``)::
+
+    python benchmarks/run.py                 # all sections, ~5 minutes on 2 cores
+    python benchmarks/run.py --quick         # smaller sizes, a smoke run (~1 minute)
+    python benchmarks/run.py --sections loop scale
+    python benchmarks/run.py --readme        # also refresh the table in README.md
+
+Writes ``benchmarks/results.json`` (rows + machine), ``benchmarks/results.md`` (the table)
+and, with the ``profile`` section, ``benchmarks/profile.txt`` (pyinstrument call tree of
+the loop benchmark). Ratios are loopsim against agent-framework-core measured in this
+same process run; when that package is missing its columns stay empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_loop  # noqa: E402
+import bench_scale  # noqa: E402
+import bench_suites  # noqa: E402
+import bench_time  # noqa: E402
+from _common import Row, upstream_available  # noqa: E402
+
+SECTIONS = ("loop", "time", "scale", "suites", "profile")
+README_START = "<!-- benchmarks:start -->"
+README_END = "<!-- benchmarks:end -->"
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict[str, object]:
+    return {
+        # a benchmark report's date is the real one (this is not simulation code)
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": _cpu(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "loopsim": _version("loopsim"),
+        "agent-framework-core": _version("agent-framework-core"),
+    }
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table(rows: Sequence[Row]) -> list[list[str]]:
+    out = [["section", "case", "loopsim", "unit", "upstream", "x faster", "target", "met"]]
+    for r in rows:
+        met = "" if r.met is None else ("yes" if r.met else "NO")
+        ratio = "" if r.ratio is None else f"{r.ratio:.1f}x"
+        out.append(
+            [r.section, r.case, _fmt(r.value), r.unit, _fmt(r.upstream), ratio, r.target, met]
+        )
+    return out
+
+
+def render_text(cells: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    lines = []
+    for index, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_markdown(cells: list[list[str]], info: dict[str, object]) -> str:
+    head = (
+        f"Measured {info['date']} on {info['cpu']} ({info['cores']} cores), "
+        f"Python {info['python']}, {info['platform']}; loopsim {info['loopsim']}, "
+        f"agent-framework-core {info['agent-framework-core'] or '(not installed)'}."
+    )
+    lines = [head, "", "| " + " | ".join(cells[0]) + " |", "|" + "---|" * len(cells[0])]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells[1:]]
+    return "\n".join(lines)
+
+
+def update_readme(markdown: str, readme: Path) -> None:
+    text = readme.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        print(f"{readme}: no {README_START} ... {README_END} markers; left unchanged")
+        return
+    before, rest = text.split(README_START, 1)
+    _, after = rest.split(README_END, 1)
+    readme.write_text(f"{before}{README_START}\n{markdown}\n{README_END}{after}", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sections", nargs="*", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
+    parser.add_argument("--no-upstream", action="store_true", help="skip agent-framework-core")
+    parser.add_argument("--output", type=Path, default=HERE / "results.json")
+    parser.add_argument("--readme", action="store_true", help="refresh the table in README.md")
+    args = parser.parse_args(argv)
+
+    upstream = not args.no_upstream
+    if upstream and not upstream_available():
+        print(
+            "agent-framework-core is not installed: upstream columns stay empty "
+            "(pip install -e '.[bench]')"
+        )
+        upstream = False
+    quick = args.quick
+    rows: list[Row] = []
+    began = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"  [{time.perf_counter() - began:6.1f}s] {text}", flush=True)
+
+    if "loop" in args.sections:
+        print("loop overhead ...", flush=True)
+        rows += bench_loop.run(
+            (10, 100) if quick else (10, 100, 1000),
+            repeat=3 if quick else 5,
+            upstream=upstream,
+            log=log,
+        )
+    if "time" in args.sections:
+        print("virtual time ...", flush=True)
+        rows += bench_time.run(repeat=5 if quick else 21, log=log)
+    if "scale" in args.sections:
+        print("scale ...", flush=True)
+        rows += bench_scale.run(
+            (100, 1000) if quick else (1_000, 10_000),
+            repeat=1 if quick else 3,
+            upstream=upstream,
+            upstream_size=100 if quick else 1_000,
+            log=log,
+        )
+    if "suites" in args.sections:
+        print("suites ...", flush=True)
+        rows += bench_suites.run(
+            files=100 if quick else 1000, examples=100 if quick else 500, log=log
+        )
+    if "profile" in args.sections:
+        try:
+            import profile_loop  # noqa: PLC0415
+
+            text = "\n".join(
+                f"=== {case} ===\n{profile_loop.profile(case, 200 if quick else 1000)}"
+                for case in profile_loop.CASES
+            )
+        except ImportError as exc:
+            print(f"profile skipped ({exc}); pip install pyinstrument")
+        else:
+            (HERE / "profile.txt").write_text(text, encoding="utf-8")
+            print(f"profile written to {HERE / 'profile.txt'}")
+
+    info = machine()
+    cells = table(rows)
+    print()
+    print(render_text(cells))
+    payload = {"machine": info, "quick": quick, "rows": [r.as_dict() for r in rows]}
+    args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    markdown = render_markdown(cells, info)
+    args.output.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
+    print(
+        f"\nwrote {args.output} and {args.output.with_suffix('.md')} "
+        f"({time.perf_counter() - began:.0f} s)"
+    )
+    if args.readme:
+        update_readme(markdown, HERE.parent / "README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
