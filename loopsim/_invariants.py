@@ -251,16 +251,33 @@ def _statuses(events: Sequence[Event]) -> Iterator[tuple[Event, dict[tuple[Any, 
 
 
 def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str]:
-    """5. A wait returns within its timeout; a timed-out wait leaves its tasks running."""
+    """5. A wait returns within its timeout; a timed-out wait leaves its tasks running.
+
+    Only tasks still running once the wait has started count: the wait's own first
+    refresh (at the instant of the call) finalizes tasks that had already finished, and
+    upstream then waits on the others only.
+    """
     problems = []
-    started: dict[str, Event] = {}
+    started: dict[str, tuple[Event, dict[Any, str]]] = {}
     for event, status in _statuses(events):
+        if event.kind == "task_status":
+            for call, at_start in started.values():
+                # a status set at the instant the wait began is its first refresh
+                if (
+                    event.time <= call.time + TOLERANCE
+                    and event.data.get("session") == call.data.get("session")
+                    and event.data.get("task_id") in at_start
+                ):
+                    at_start[event.data.get("task_id")] = str(event.data.get("status"))
         if event.kind == "tool_call" and event.data.get("name") == WAIT_TOOL:
-            started[str(event.data.get("call_id"))] = event
+            session = event.data.get("session")
+            snapshot = {i: status.get((session, i), "unknown") for i in _wait_ids(event)}
+            started[str(event.data.get("call_id"))] = (event, snapshot)
         elif event.kind == "tool_result" and event.data.get("name") == WAIT_TOOL:
-            call = started.pop(str(event.data.get("call_id")), None)
-            if call is None:
+            opened = started.pop(str(event.data.get("call_id")), None)
+            if opened is None:
                 continue
+            call, at_start = opened
             waited = event.time - call.time
             if wait_timeout is not None and waited > wait_timeout + TOLERANCE:
                 problems.append(
@@ -269,15 +286,18 @@ def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str
                 )
             if str(event.data.get("result") or "").startswith(TIMEOUT_PREFIX):
                 session = event.data.get("session")
-                ids = (call.data.get("arguments") or {}).get("task_ids") or ()
-                for task_id in ids:
+                for task_id, before in at_start.items():
                     now = status.get((session, task_id))
-                    if now is not None and now != "running":
+                    if before == "running" and now is not None and now != "running":
                         problems.append(
                             f"invariant 5: a wait that timed out left task {task_id} {now} "
-                            "(it must stay running)"
+                            "(it was running when the wait began and must stay running)"
                         )
     return problems
+
+
+def _wait_ids(call: Event) -> tuple[Any, ...]:
+    return tuple((call.data.get("arguments") or {}).get("task_ids") or ())
 
 
 def check_background_evaluator(events: Sequence[Event]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The ``loopsim`` command line: run, validate, scaffold scenarios and print the schema.
+"""The ``loopsim`` command line: run, validate and scaffold scenarios, print the schema,
+show and replay transcripts, check evaluators.
 
 Exit codes: 0 everything passed / was valid, 1 a scenario (or test) failed, 2 usage error
 or invalid scenario files.
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ScenarioError, TranscriptError
+from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
+from ._transcript._commands import cmd_replay as transcript_replay
+from .testing._commands import add_check_evaluator_parser
 
 if TYPE_CHECKING:
     from ._transcript import Transcript
@@ -32,14 +36,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
-
-#: Subcommands contributed by other modules: (module, add-parser function, command function).
-#: ``loopsim show`` and ``loopsim replay`` come from the transcript layer when it is present;
-#: ``replay`` is wrapped by :func:`cmd_replay`, which gives it the scenario runner.
-EXTRA_COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("loopsim._transcript._commands", "add_show_parser", "cmd_show"),
-    ("loopsim._transcript._commands", "add_replay_parser", "cmd_replay"),
-)
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -361,7 +357,7 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of ``loopsim`` (extra subcommands registered when importable)."""
+    """The argparse parser of ``loopsim``."""
     from ._version import __version__  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(
@@ -374,20 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validate(sub)
     _add_new(sub)
     _add_schema(sub)
-    for module_name, add_name, cmd_name in EXTRA_COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        add = getattr(module, add_name, None)
-        cmd = getattr(module, cmd_name, None)
-        if add is None or cmd is None:
-            continue
-        command_parser = add(sub)
-        if command_parser is not None:
-            if cmd_name == "cmd_replay":
-                cmd = functools.partial(cmd_replay, replay=cmd)
-            command_parser.set_defaults(command=cmd)
+    # show/replay come from the transcript layer (replay gets the scenario runner through
+    # cmd_replay); check-evaluator from loopsim.testing.
+    add_show_parser(sub).set_defaults(command=cmd_show)
+    add_replay_parser(sub).set_defaults(
+        command=functools.partial(cmd_replay, replay=transcript_replay)
+    )
+    add_check_evaluator_parser(sub)
     return parser
 
 

@@ -300,8 +300,33 @@ def test_5_timed_out_wait_finished_its_task() -> None:
         .events
     )
     assert check_waits(events, 300.0) == [
-        "invariant 5: a wait that timed out left task 1 failed (it must stay running)"
+        (
+            "invariant 5: a wait that timed out left task 1 failed "
+            "(it was running when the wait began and must stay running)"
+        )
     ]
+
+
+def test_5_a_task_finalized_as_the_wait_begins_is_not_a_violation() -> None:
+    # Task 2 had finished before the wait: the wait's first refresh finalizes it at the
+    # call's instant and waits on task 3 alone, which then times out (upstream behaviour).
+    events = (
+        Events()
+        .task(2, "running")
+        .task(3, "running")
+        .add("tool_call", name=WAIT, call_id="c1", session="s1", arguments={"task_ids": [2, 3]})
+        .task(2, "completed")
+        .at(1.0)
+        .add(
+            "tool_result",
+            name=WAIT,
+            call_id="c1",
+            session="s1",
+            result="No background task completed within 1 seconds.",
+        )
+        .events
+    )
+    assert check_waits(events, 1.0) == []
 
 
 def test_6_background_evaluator_continued_with_nothing_running() -> None:

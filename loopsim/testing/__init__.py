@@ -8,6 +8,58 @@ Example:
         )
 """
 
+from .._invariants import INVARIANTS as INVARIANTS
+from .._invariants import check_approval_is_last as check_approval_is_last
+from .._invariants import check_background_evaluator as check_background_evaluator
+from .._invariants import check_evaluator_order as check_evaluator_order
+from .._invariants import check_ids_and_time as check_ids_and_time
+from .._invariants import check_initial_messages as check_initial_messages
+from .._invariants import check_invariants as check_invariants
+from .._invariants import check_max_iterations as check_max_iterations
+from .._invariants import check_restart as check_restart
+from .._invariants import check_waits as check_waits
+from ._checker import CHECKS as CHECKS
+from ._checker import CheckResult as CheckResult
+from ._checker import EvaluatorReport as EvaluatorReport
+from ._checker import check_evaluator as check_evaluator
+from ._checker import simulate_recorded as simulate_recorded
 from ._snapshot import TranscriptSnapshotExtension
+from ._strategies import DONE_MARKER as DONE_MARKER
+from ._strategies import child_delays as child_delays
+from ._strategies import evaluator_decisions as evaluator_decisions
+from ._strategies import failures as failures
+from ._strategies import loaded as loaded
+from ._strategies import messages as messages
+from ._strategies import restart_points as restart_points
+from ._strategies import scenario_yaml as scenario_yaml
+from ._strategies import scenarios as scenarios
+from ._strategies import scripts as scripts
 
-__all__ = ["TranscriptSnapshotExtension"]
+__all__ = [
+    "CHECKS",
+    "DONE_MARKER",
+    "INVARIANTS",
+    "CheckResult",
+    "EvaluatorReport",
+    "TranscriptSnapshotExtension",
+    "check_approval_is_last",
+    "check_background_evaluator",
+    "check_evaluator",
+    "check_evaluator_order",
+    "check_ids_and_time",
+    "check_initial_messages",
+    "check_invariants",
+    "check_max_iterations",
+    "check_restart",
+    "check_waits",
+    "child_delays",
+    "evaluator_decisions",
+    "failures",
+    "loaded",
+    "messages",
+    "restart_points",
+    "scenario_yaml",
+    "scenarios",
+    "scripts",
+    "simulate_recorded",
+]

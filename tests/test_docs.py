@@ -1,0 +1,69 @@
+"""Examples in the docs are tests: README code blocks and the docstring examples."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import loopsim
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+def modules() -> list[str]:
+    found = pkgutil.walk_packages(loopsim.__path__, "loopsim.")
+    # importing loopsim.__main__ runs the CLI
+    return sorted(["loopsim", *(i.name for i in found if i.name != "loopsim.__main__")])
+
+
+@pytest.mark.parametrize("name", modules())
+def test_docstring_examples_run(name: str) -> None:
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(module, name):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
+
+
+def test_readme_python_example_runs() -> None:
+    (code,) = blocks("python")
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+
+
+def test_readme_scenario_example_passes(tmp_path: Path) -> None:
+    (yaml_text,) = blocks("yaml")
+    path = tmp_path / "readme_example.loopsim.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    result = loopsim.run_scenario(loopsim.load_scenario(path))
+    assert result.passed, result.report()
+
+
+def test_readme_names_the_two_setup_commands() -> None:
+    commands = [b.strip() for b in blocks("bash")[:2]]
+    assert commands[0].endswith("loopsim run scenarios/")
+    assert "pytest" in commands[1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "-m pytest -n 2" in ci
+    assert "pytest -n 2" in commands[1]
+
+
+def test_cli_help_lists_every_command() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "loopsim", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for command in ("run", "validate", "new", "schema", "show", "replay", "check-evaluator"):
+        assert re.search(rf"^\s+{command}\s", out, flags=re.MULTILINE), command
