@@ -16,10 +16,11 @@ import loopsim
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+def blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
 def modules() -> list[str]:
@@ -42,6 +43,14 @@ def test_docstring_examples_run(name: str) -> None:
 def test_readme_python_example_runs() -> None:
     (code,) = blocks("python")
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+
+
+@pytest.mark.parametrize(
+    "code", blocks("python", GUIDE), ids=lambda c: c.splitlines()[-1][:40] or "block"
+)
+def test_guide_python_examples_run(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, "docs/guide.md", "exec"), {"__name__": "guide"})  # noqa: S102
+    capsys.readouterr()
 
 
 def test_readme_scenario_example_passes(tmp_path: Path) -> None:
