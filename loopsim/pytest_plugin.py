@@ -8,7 +8,13 @@
   ``--loopsim-transcripts=DIR`` (write every scenario's transcript there; failures
   always get theirs written under ``.loopsim/transcripts`` unless this is set),
   ``--loopsim-update-snapshots`` (write ``expect: {transcript: snapshot}`` files
-  instead of comparing; a missing snapshot is otherwise a failure).
+  instead of comparing; a missing snapshot is otherwise a failure),
+  ``--loopsim-reproducers=DIR`` (where a failing ``vary:`` draw is written as a concrete
+  scenario file plus its transcript; default ``<rootdir>/.loopsim/reproducers``).
+* A scenario with a ``vary:`` block runs as a hypothesis property test: the file as
+  written, then draws (``vary_settings.max_examples``, else the active hypothesis
+  profile; seeded with the scenario seed in CI, under a derandomizing profile, or with
+  ``--loopsim-seed``). A failure is shrunk; its report shows the draw and the reproducer.
 * Fixture ``loopsim_clock``: a fresh :class:`~loopsim.VirtualClock` per test.
 * Marker ``@pytest.mark.loopsim(backend="asyncio")``: run an ``async def`` test on the
   virtual clock (``backend=("asyncio", "trio")`` runs it on both).
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_OPTION",
+    "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
     "TRANSCRIPTS_OPTION",
@@ -46,8 +53,10 @@ SEED_OPTION = "--loopsim-seed"
 BACKEND_OPTION = "--loopsim-backend"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
+REPRODUCERS_OPTION = "--loopsim-reproducers"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
+DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
 TAIL_EVENTS = 12
 
 
@@ -71,6 +80,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="write each scenario's transcript (<name>.transcript.json) into DIR",
+    )
+    group.addoption(
+        REPRODUCERS_OPTION,
+        default=None,
+        metavar="DIR",
+        help="write the reproducer of each failing `vary:` draw (a concrete scenario file "
+        "and its transcript) into DIR instead of <rootdir>/.loopsim/reproducers",
     )
     group.addoption(
         UPDATE_SNAPSHOTS_OPTION,
@@ -133,15 +149,31 @@ class ScenarioItem(pytest.Item):
         except ScenarioError:
             self.user_properties.append(("loopsim_invalid", True))
             raise
-        result = run_scenario(
-            loaded,
-            seed=config.getoption(SEED_OPTION),
-            backend=config.getoption(BACKEND_OPTION),
-            update_snapshots=bool(config.getoption(UPDATE_SNAPSHOTS_OPTION)),
-        )
+        options: dict[str, Any] = {
+            "seed": config.getoption(SEED_OPTION),
+            "backend": config.getoption(BACKEND_OPTION),
+            "update_snapshots": bool(config.getoption(UPDATE_SNAPSHOTS_OPTION)),
+        }
+        written: Path | None = None
+        if loaded.scenario.vary:
+            from ._scenario._vary import run_vary, write_reproducer  # noqa: PLC0415
+
+            if options["seed"] is not None:
+                options["seeded"] = True  # --loopsim-seed also seeds hypothesis
+            vary = run_vary(loaded, **options)
+            result = vary.result
+            self.user_properties.append(("loopsim_examples", vary.examples))
+            if vary.document is not None:
+                folder = config.getoption(REPRODUCERS_OPTION)
+                target = (
+                    Path(folder) if folder is not None else config.rootpath / DEFAULT_REPRODUCERS
+                )
+                result.reproducer = write_reproducer(loaded, result, vary.document, target)
+                written = target / f"{result.name}.transcript.json"
+        else:
+            result = run_scenario(loaded, **options)
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
         folder = config.getoption(TRANSCRIPTS_OPTION)
-        written: Path | None = None
         if folder is not None:
             written = result.write_transcript(Path(folder))
         if not result.passed:

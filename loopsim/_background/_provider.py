@@ -44,6 +44,7 @@ from .._agents import (
 from .._messages import Message
 from ._spawn import ChildRun, loop_alive, loop_token, settle
 from ._task import BackgroundTaskInfo, BackgroundTaskStatus
+from ._ties import break_tie
 
 __all__ = [
     "BACKGROUND_AGENTS_PLACEHOLDER",
@@ -592,9 +593,14 @@ class BackgroundAgentsProvider(ContextProvider):
                     "The tasks are still running; call this tool again to keep waiting."
                 )
             # Let runs that end at this same virtual instant finish too, so the winner is
-            # the first *requested* one among them, not the one the scheduler ran first.
+            # chosen among all of them (by the simulation's tie breaker, see ``_ties``),
+            # not by which one the scheduler happened to run first.
             await settle()
-        winner = next(run for run in runs if run.finished)
+            tied = [run for run in runs if run.finished]
+            winner = tied[break_tie([run.task_id for run in tied])]
+        else:
+            # Already finished when called: the first in the requested order (upstream).
+            winner = next(run for run in runs if run.finished)
         record = self._index(runtime, self._state(session)["tasks"]).by_id.get(winner.task_id)
         if record is None:
             return f"Task {winner.task_id} finished with status: Unknown."

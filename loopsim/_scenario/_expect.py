@@ -28,15 +28,24 @@ def snapshot_path(loaded: LoadedScenario) -> Path:
 
 
 def check_expectations(
-    loaded: LoadedScenario, result: ScenarioResult, outcome: _Outcome, update_snapshots: bool
+    loaded: LoadedScenario,
+    result: ScenarioResult,
+    outcome: _Outcome,
+    update_snapshots: bool,
+    key: str = "expect",
 ) -> list[Failure]:
+    """Check the ``expect:`` block (or, with ``key="always"``, the ``always:`` block)."""
     from ._runner import Failure  # noqa: PLC0415 - circular at import time
 
-    expect = loaded.scenario.expect
+    expect = getattr(loaded.scenario, key)
     where = loaded.where
     failures: list[Failure] = []
+    if expect is None:
+        return failures
 
     def fail(loc: tuple[str | int, ...], message: str, kind: str = "expectation") -> None:
+        if loc and loc[0] == "expect":
+            loc = (key, *loc[1:])
         failures.append(Failure(message, format_location(loc), where.line(loc), kind))
 
     error = outcome.error

@@ -61,6 +61,8 @@ def format_location(loc: Sequence[str | int]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif out and ("." in str(part) or "[" in str(part)):
+            out += f"[{part}]"  # a dotted key, e.g. a `vary:` path: vary[agents.w.delay]
         else:
             out += ("." if out else "") + str(part)
     return out
@@ -103,6 +105,8 @@ class LoadedScenario:
     scenario: Scenario
     where: Located
     source: str
+    #: the document as plain data (what ``vary:`` paths point into)
+    data: Any = None
 
     @property
     def name(self) -> str:
@@ -446,27 +450,36 @@ def _check_references(scenario: Scenario, where: Located) -> None:
             ("steps",), "the steps never run the parent", expected="at least one `run:` step"
         )
 
-    expect = scenario.expect
-    for name in expect.calls:
-        if name not in scenario.agents and name != "judge":
-            known(name, ("expect", "calls", name))
-    if expect.iterations is not None and scenario.loop is None:
+    for key in ("expect", "always"):
+        expect = getattr(scenario, key)
+        if expect is None:
+            continue
+        for name in expect.calls:
+            if name not in scenario.agents and name != "judge":
+                known(name, (key, "calls", name))
+        if expect.iterations is not None and scenario.loop is None:
+            raise where.error(
+                (key, "iterations"),
+                "iterations are counted by a loop, and this scenario has no `loop`",
+                expected=f"a `loop:` section, or no `{key}.iterations`",
+            )
+        if expect.stop_reason is not None and scenario.loop is None:
+            raise where.error(
+                (key, "stop_reason"),
+                "a stop reason is reported by a loop, and this scenario has no `loop`",
+                expected=f"a `loop:` section, or no `{key}.stop_reason`",
+            )
+        if expect.tasks and not has_background:
+            raise where.error(
+                (key, "tasks"),
+                "task statuses need background agents (parent.background_agents)",
+                expected="parent.background_agents to be non-empty",
+            )
+    if scenario.always is not None and scenario.always.transcript is not None:
         raise where.error(
-            ("expect", "iterations"),
-            "iterations are counted by a loop, and this scenario has no `loop`",
-            expected="a `loop:` section, or no `expect.iterations`",
-        )
-    if expect.stop_reason is not None and scenario.loop is None:
-        raise where.error(
-            ("expect", "stop_reason"),
-            "a stop reason is reported by a loop, and this scenario has no `loop`",
-            expected="a `loop:` section, or no `expect.stop_reason`",
-        )
-    if expect.tasks and not has_background:
-        raise where.error(
-            ("expect", "tasks"),
-            "task statuses need background agents (parent.background_agents)",
-            expected="parent.background_agents to be non-empty",
+            ("always", "transcript"),
+            "a transcript snapshot is one run's transcript, and `always:` holds for every draw",
+            expected="`transcript: snapshot` under `expect:` (the file as written)",
         )
 
 
@@ -603,7 +616,11 @@ def load_scenario_text(
     except ValidationError as exc:
         raise _from_validation(exc, where, data) from None
     _check_references(scenario, where)
-    return LoadedScenario(scenario, where, text)
+    if scenario.vary:
+        from ._vary import check_vary  # noqa: PLC0415 - the vary layer imports this module
+
+        check_vary(scenario, where, data)
+    return LoadedScenario(scenario, where, text, data)
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -53,6 +53,9 @@ from ._schema import (
     ToolSpec,
     TurnSpec,
 )
+
+if TYPE_CHECKING:
+    from .._background._ties import TieBreaker
 
 __all__ = ["Failure", "ScenarioResult", "ScriptedFailure", "run_scenario"]
 
@@ -96,6 +99,12 @@ class ScenarioResult:
     tasks: dict[int, str] = field(default_factory=dict)
     error: BaseException | None = None
     transcript: Transcript | None = None
+    #: the index chosen at each same-instant tie of background tasks, in order
+    ties: list[int] = field(default_factory=list)
+    #: for a ``vary:`` scenario's failing draw: path → drawn value (after shrinking)
+    draw: dict[str, Any] | None = None
+    #: where the concrete reproducer scenario of a failing draw was written
+    reproducer: Path | None = None
 
     @property
     def passed(self) -> bool:
@@ -125,18 +134,29 @@ class ScenarioResult:
                 f"iterations {self.iterations}"
             ),
         ]
+        if self.draw is not None:
+            lines[0] += " — a draw of its `vary:` block"
         lines.extend(f"  {f.render(self.path)}" for f in self.failures)
         if self.error is not None:
             lines.append(f"  the run raised {type(self.error).__name__}: {self.error}")
+        if self.draw is not None:
+            lines.append("shrunk draw:")
+            lines.extend(f"  {path}: {json.dumps(value)}" for path, value in self.draw.items())
+            if self.ties:
+                lines.append(f"  ties: {json.dumps(self.ties)}")
         if tail:
             lines.append(f"last {tail} events:")
             lines.extend(f"  {line}" for line in self.tail(tail))
         if transcript_path is not None:
             lines.append(f"transcript: {transcript_path}")
-        lines.append(
-            f"reproduce: loopsim run {self.path or self.name} --loopsim-seed={self.seed} "
-            f"--loopsim-backend={self.backend}"
-        )
+        if self.reproducer is not None:
+            lines.append(f"reproducer (the draw as a concrete scenario): {self.reproducer}")
+            lines.append(f"reproduce: loopsim run {self.reproducer}")
+        else:
+            lines.append(
+                f"reproduce: loopsim run {self.path or self.name} --loopsim-seed={self.seed} "
+                f"--loopsim-backend={self.backend}"
+            )
         return "\n".join(lines)
 
 
@@ -561,12 +581,49 @@ def _approval_answer(response: AgentResponse | None, *, approved: bool) -> Messa
     return Message("user", list(answers))
 
 
+class _Ties:
+    """The tie breaker a scenario run installs: its ``ties:`` list first, then ``fallback``
+    (hypothesis draws) or the simulation's seeded rng. Records every choice."""
+
+    def __init__(self, listed: Sequence[int], trace: Trace, fallback: TieBreaker | None) -> None:
+        self.listed = list(listed)
+        self.trace = trace
+        self.fallback = fallback
+        self.chosen: list[int] = []
+        self.problems: list[tuple[int, str]] = []
+
+    def __call__(self, task_ids: Sequence[int]) -> int:
+        position = len(self.chosen)
+        if position < len(self.listed):
+            index = self.listed[position]
+            if index >= len(task_ids):
+                self.problems.append(
+                    (
+                        position,
+                        (
+                            f"tie {position + 1} has {len(task_ids)} tasks finishing together "
+                            f"(ids {', '.join(map(str, task_ids))}), so index {index} is out of "
+                            "range; the first was taken"
+                        ),
+                    )
+                )
+                index = 0
+        elif self.fallback is not None:
+            index = self.fallback(task_ids)
+        else:
+            index = self.trace.rng.randrange(len(task_ids))
+        self.chosen.append(index)
+        return index
+
+
 def run_scenario(
     loaded: LoadedScenario,
     *,
     seed: int | None = None,
     backend: Backend | None = None,
     update_snapshots: bool = False,
+    blocks: Sequence[str] | None = None,
+    tie_breaker: TieBreaker | None = None,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -574,14 +631,23 @@ def run_scenario(
         loaded: from :func:`~loopsim._scenario.load_scenario`.
         seed, backend: override the scenario's own.
         update_snapshots: (re)write the transcript snapshot instead of comparing.
+        blocks: which expectation blocks to check (default ``expect`` and, when given,
+            ``always``; a ``vary:`` draw checks ``always`` only).
+        tie_breaker: decides same-instant ties of background tasks once the scenario's
+            ``ties:`` list is used up (default: the simulation's seeded rng).
     """
+    from .._background._ties import TIE_BREAKER  # noqa: PLC0415 - keep imports light
     from .._invariants import check_invariants  # noqa: PLC0415
     from ._expect import check_expectations  # noqa: PLC0415
 
     scenario = loaded.scenario
     seed = scenario.seed if seed is None else seed
     backend = backend or scenario.backend
+    keys = tuple(blocks) if blocks is not None else ("expect", "always")
+    specs = [spec for spec in (getattr(scenario, key) for key in keys) if spec is not None]
     trace = Trace(seed=seed)
+    ties = _Ties(scenario.ties, trace, tie_breaker)
+    trace.resources[TIE_BREAKER] = ties
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
     events: list[Event] = []
     unsubscribe = trace.subscribe(events.append)
@@ -607,14 +673,23 @@ def run_scenario(
         tasks=outcome.tasks,
         error=outcome.error,
         transcript=recorder.transcript,
+        ties=list(ties.chosen),
     )
     stops = [e for e in events if e.kind == "loop_stop"]
     if stops:
         result.stop_reason = stops[-1].data.get("reason")
         result.iterations = stops[-1].data.get("iterations")
-    result.failures.extend(check_expectations(loaded, result, outcome, update_snapshots))
-    if scenario.expect.invariants:
-        where = loaded.where
+    for key in keys:
+        for failure in check_expectations(loaded, result, outcome, update_snapshots, key):
+            if failure.kind == "error" and any(f.kind == "error" for f in result.failures):
+                continue  # an unexpected error is reported once, not once per block
+            result.failures.append(failure)
+    where = loaded.where
+    for position, problem in ties.problems:
+        result.failures.append(
+            Failure(problem, format_location(("ties", position)), where.line(("ties", position)))
+        )
+    if all(spec.invariants for spec in specs):
         loop = scenario.loop
         for message in check_invariants(
             events,
@@ -626,8 +701,20 @@ def run_scenario(
             result.failures.append(
                 Failure(message, location="invariants", line=where.line(()), kind="invariant")
             )
-    if not scenario.expect.unused_turns and outcome.error is None:
-        for loc, message in world.unused():
+    if not any(spec.unused_turns for spec in specs) and outcome.error is None:
+        unused = world.unused()
+        if len(ties.chosen) < len(scenario.ties):
+            loc: tuple[str | int, ...] = ("ties", len(ties.chosen))
+            unused.append(
+                (
+                    loc,
+                    (
+                        f"{len(scenario.ties) - len(ties.chosen)} tie choice(s) were never used "
+                        f"(the run had {len(ties.chosen)} same-instant tie(s))"
+                    ),
+                )
+            )
+        for loc, message in unused:
             result.failures.append(
                 Failure(message, format_location(loc), loaded.where.line(loc), kind="unused")
             )

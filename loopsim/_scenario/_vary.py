@@ -1,0 +1,431 @@
+"""``vary:`` — a scenario file as a hypothesis property test.
+
+A ``vary:`` block maps dotted paths into the scenario document to how the value there
+varies (``between``, ``one_of``, ``list_of``)::
+
+    vary:
+      agents.worker.policy.echo.delay: {between: [0, 600]}
+      loop.max_iterations: {one_of: [1, 3, 10]}
+      steps[2]: {one_of: [restart, {advance: 5}]}
+    always:
+      response: {contains: Collected}
+
+The file as written runs first (checked against ``expect:`` and ``always:``); then
+hypothesis draws values for every path, applies them to a copy of the document (in the
+order of the block), validates the result like a loaded file and runs it, checking
+``always:`` and the global invariants. Same-instant ties of background tasks are drawn
+too (see ``loopsim._background._ties``). A failure is shrunk and written out as a
+concrete scenario file — the draw applied, ``vary:`` removed, ``expect:`` = ``always:``,
+the tie choices as ``ties:`` — plus its transcript; that file, run alone, fails the same
+way. Paths are checked when the file is loaded: each must lead through the document to
+an existing place (a new key is fine at the end when the schema knows it), and every
+choice, and both ends of every range, must give a valid scenario.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import difflib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .._errors import ScenarioError
+from ._loader import (
+    LoadedScenario,
+    Located,
+    _check_references,
+    _from_validation,
+    format_location,
+)
+from ._runner import Failure, ScenarioResult, run_scenario
+from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
+
+__all__ = [
+    "DEFAULT_REPRODUCERS",
+    "apply_draw",
+    "check_vary",
+    "parse_path",
+    "run_vary",
+    "strategy",
+    "write_reproducer",
+]
+
+#: Where failing draws are written, relative to the rootdir (``--loopsim-reproducers``).
+DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
+#: Top-level keys a ``vary:`` path may not point into.
+FIXED_KEYS = ("version", "vary", "vary_settings", "always", "expect", "ties")
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+_INDEX = re.compile(r"\[(\d+)\]")
+
+Part = str | int
+
+
+def parse_path(text: str) -> tuple[Part, ...] | None:
+    """``agents.w.script[2].delay`` → ``("agents", "w", "script", 2, "delay")`` (None: bad)."""
+    parts: list[Part] = []
+    for segment in text.split("."):
+        match = _SEGMENT.fullmatch(segment.strip())
+        if match is None:
+            return None
+        parts.append(match.group(1))
+        parts.extend(int(i) for i in _INDEX.findall(match.group(2)))
+    return tuple(parts)
+
+
+def _key(node: Mapping[Any, Any], part: Part) -> Any:
+    """The key of ``node`` that ``part`` names (YAML keys may be whole numbers)."""
+    if part in node:
+        return part
+    if isinstance(part, str) and part.isdigit() and int(part) in node:
+        return int(part)
+    return part
+
+
+def apply_draw(document: Any, parts: Sequence[Part], value: Any) -> None:
+    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time)."""
+    node = document
+    for part in parts[:-1]:
+        node = node[_key(node, part) if isinstance(node, dict) else part]
+    last = parts[-1]
+    if isinstance(node, dict):
+        node[_key(node, last)] = value
+    else:
+        node[last] = value
+
+
+def _walk(
+    document: Any, parts: Sequence[Part], text: str, loc: tuple[Part, ...], where: Located
+) -> None:
+    """Raise a located error unless ``parts`` leads to a place in ``document``."""
+    if parts[0] in FIXED_KEYS:
+        raise where.error(
+            loc,
+            f"cannot vary {describe(parts[0])}: `vary:` draws values of the scenario itself",
+            expected="a path into agents, parent, loop, steps, seed, backend or streaming",
+        )
+    node = document
+    walked = ""
+    for position, part in enumerate(parts):
+        last = position == len(parts) - 1
+        shown = walked or "the document"
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise where.error(
+                    loc,
+                    f"unknown path {text}: {shown} is {describe(node)}, not a list, so [{part}] "
+                    "does not exist",
+                    expected="[index] only after a list",
+                )
+            if part >= len(node):
+                raise where.error(
+                    loc,
+                    f"unknown path {text}: {shown} has {len(node)} item(s), so [{part}] does "
+                    "not exist",
+                    expected=f"an index below {len(node)}",
+                )
+            node = node[part]
+            walked += f"[{part}]"
+            continue
+        if not isinstance(node, dict):
+            more = ""
+            if isinstance(node, str):
+                more = (
+                    f" (write the short form {describe(node)} out as a mapping to vary inside it)"
+                )
+            raise where.error(
+                loc,
+                f"unknown path {text}: {shown} is {describe(node)}, not a mapping{more}",
+                expected="a path through mappings and lists of the document",
+            )
+        key = _key(node, part)
+        if key not in node:
+            if last:
+                return  # a key the file leaves at its default: the schema check decides
+            keys = [str(k) for k in node]
+            hint = difflib.get_close_matches(str(part), keys, n=1)
+            guess = f"; did you mean {describe(hint[0])}?" if hint else ""
+            raise where.error(
+                loc,
+                f"unknown path {text}: {shown} has no key {describe(part)}{guess} "
+                f"(keys there: {', '.join(keys) or 'none'})",
+                expected="a path through keys the document has",
+            )
+        node = node[key]
+        walked += ("." if walked else "") + str(part)
+
+
+def _samples(spec: VarySpec) -> list[Any]:
+    """Values that stand for everything ``spec`` can draw: the ends and every choice."""
+    if spec.between is not None:
+        return list(dict.fromkeys(spec.between))
+    if spec.one_of is not None:
+        return list(spec.one_of)
+    assert spec.list_of is not None  # noqa: S101 - one of three kinds
+    items = _samples(spec.list_of)
+    out: list[Any] = [] if spec.min_size else [[]]
+    out.extend([item] * max(spec.min_size, 1) for item in items)
+    out.append([items[0]] * spec.largest)
+    return out
+
+
+def concrete(loaded: LoadedScenario, document: Any) -> LoadedScenario:
+    """Validate a drawn ``document`` like a loaded file (the ``vary:`` checks excepted)."""
+    try:
+        scenario = Scenario.model_validate(document)
+    except ValidationError as exc:
+        raise _from_validation(exc, loaded.where, document) from None
+    _check_references(scenario, loaded.where)
+    return LoadedScenario(scenario, loaded.where, loaded.source, document)
+
+
+def check_vary(scenario: Scenario, where: Located, document: Any) -> None:
+    """Check every ``vary:`` path and that each choice and range end gives a valid file."""
+    base = LoadedScenario(scenario, where, "", document)
+    for text, spec in scenario.vary.items():
+        loc: tuple[Part, ...] = ("vary", text)
+        parts = parse_path(text)
+        if parts is None:
+            raise where.error(
+                loc,
+                f"bad path {describe(text)}",
+                expected="dotted keys, [n] for list items, e.g. agents.worker.policy.echo.delay",
+            )
+        _walk(document, parts, text, loc, where)
+        for value in _samples(spec):
+            drawn = copy.deepcopy(document)
+            apply_draw(drawn, parts, copy.deepcopy(value))
+            try:
+                concrete(base, drawn)
+            except ScenarioError as exc:
+                if exc.location == format_location(parts) and "unknown key" in exc.problem:
+                    raise where.error(
+                        loc, f"unknown path {text}: {exc.problem}", expected=exc.expected
+                    ) from None
+                inner = f"{exc.location}: " if exc.location else ""
+                raise where.error(
+                    loc,
+                    f"the draw {text} = {describe(value)} gives an invalid scenario: "
+                    f"{inner}{exc.problem}",
+                    expected=exc.expected,
+                ) from None
+
+
+# -- hypothesis ---------------------------------------------------------------------------------
+
+
+def strategy(spec: VarySpec) -> Any:
+    """The hypothesis strategy drawing the values ``spec`` allows."""
+    from hypothesis import strategies as st  # noqa: PLC0415 - only vary runs need hypothesis
+
+    if spec.between is not None:
+        low, high = spec.between
+        if isinstance(low, int) and isinstance(high, int):
+            return st.integers(low, high)
+        return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False)
+    if spec.one_of is not None:
+        return st.sampled_from(spec.one_of).map(copy.deepcopy)
+    assert spec.list_of is not None  # noqa: S101 - one of three kinds
+    return st.lists(strategy(spec.list_of), min_size=spec.min_size, max_size=spec.largest)
+
+
+class DrawFailedError(AssertionError):
+    """One draw of a ``vary:`` scenario failed (hypothesis shrinks on it)."""
+
+    def __init__(self, result: ScenarioResult, document: Any) -> None:
+        super().__init__(result.report(tail=0))
+        self.result = result
+        self.document = document
+
+
+@dataclass
+class VaryRun:
+    """What :func:`run_vary` did: the result to report and how many draws ran."""
+
+    result: ScenarioResult
+    examples: int
+    #: the failing draw's document (None unless a draw failed)
+    document: Any = None
+
+
+def _settings(scenario: Scenario, seeded: bool) -> Any:
+    from hypothesis import HealthCheck, Verbosity, settings  # noqa: PLC0415 - only vary runs need hypothesis
+
+    active = settings()
+    options: dict[str, Any] = {
+        "deadline": None,
+        "verbosity": Verbosity.quiet,
+        "report_multiple_bugs": False,
+        "print_blob": False,
+        "suppress_health_check": [
+            *active.suppress_health_check,
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+        ],
+    }
+    if scenario.vary_settings is not None and scenario.vary_settings.max_examples is not None:
+        options["max_examples"] = scenario.vary_settings.max_examples
+    if seeded:
+        options["derandomize"] = False  # the scenario's seed is the seed
+        options["database"] = None  # a stored example would make runs differ
+    return settings(active, **options)
+
+
+def seeded_by_default() -> bool:
+    """Derandomize (seed hypothesis with the scenario seed): in CI, or when the active
+    hypothesis profile derandomizes."""
+    from hypothesis import settings  # noqa: PLC0415 - only vary runs need hypothesis
+
+    return bool(os.environ.get("CI")) or bool(settings().derandomize)
+
+
+def run_vary(
+    loaded: LoadedScenario,
+    *,
+    seed: int | None = None,
+    backend: Backend | None = None,
+    update_snapshots: bool = False,
+    seeded: bool | None = None,
+) -> VaryRun:
+    """Run the file as written, then hypothesis draws of its ``vary:`` block.
+
+    Returns the first failing result (for a draw: shrunk, with ``.draw`` set), or the
+    passing result of the file as written.
+    """
+    from hypothesis import given  # noqa: PLC0415 - only vary runs need hypothesis
+    from hypothesis import seed as hypothesis_seed  # noqa: PLC0415 - only vary runs need hypothesis
+    from hypothesis import strategies as st  # noqa: PLC0415 - only vary runs need hypothesis
+
+    base = run_scenario(loaded, seed=seed, backend=backend, update_snapshots=update_snapshots)
+    if not base.passed:
+        return VaryRun(base, 1)
+    scenario = loaded.scenario
+    if scenario.always is None:  # draws still check errors, unused turns and the invariants
+        loaded = LoadedScenario(
+            scenario.model_copy(update={"always": ExpectSpec()}),
+            loaded.where,
+            loaded.source,
+            loaded.data,
+        )
+    paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
+    ties = st.integers(0, 1)
+    count = 0
+
+    def draw_once(data: Any) -> None:
+        nonlocal count
+        count += 1
+        document = copy.deepcopy(loaded.data)
+        document.pop("ties", None)  # `ties:` pins the file as written; draws draw every tie
+        drawn: dict[str, Any] = {}
+        for text, parts, values in paths:
+            value = data.draw(values, label=text)
+            drawn[text] = value
+            apply_draw(document, parts, copy.deepcopy(value))
+
+        def tie(task_ids: Sequence[int]) -> int:
+            index: int = data.draw(
+                ties if len(task_ids) == 2 else st.integers(0, len(task_ids) - 1),
+                label="tie",
+            )
+            return index
+
+        try:
+            one = concrete(loaded, document)
+        except ScenarioError as exc:
+            result = ScenarioResult(
+                loaded.name,
+                loaded.where.path,
+                scenario.seed if seed is None else seed,
+                backend or scenario.backend,
+                failures=[Failure(f"the draw gives an invalid scenario: {exc}", "vary")],
+                draw=drawn,
+            )
+            raise DrawFailedError(result, document) from None
+        result = run_scenario(one, seed=seed, backend=backend, blocks=("always",), tie_breaker=tie)
+        if not result.passed:
+            result.draw = drawn
+            raise DrawFailedError(result, document)
+
+    draw_once.__name__ = f"vary_{loaded.stem}"
+    draw_once._hypothesis_internal_add_digest = str(loaded.where.path or loaded.name).encode()  # type: ignore[attr-defined] # hypothesis's database key per scenario
+    if seeded is None:
+        seeded = seeded_by_default()
+    test: Callable[[], None] = given(st.data())(draw_once)
+    test = _settings(scenario, seeded)(test)
+    if seeded:
+        test = hypothesis_seed(scenario.seed if seed is None else seed)(test)
+    try:
+        test()
+    except DrawFailedError as failed:
+        return VaryRun(failed.result, count, failed.document)
+    return VaryRun(base, count)
+
+
+# -- reproducers --------------------------------------------------------------------------------
+
+
+def reproducer_document(loaded: LoadedScenario, result: ScenarioResult, document: Any) -> Any:
+    """The failing draw as a concrete scenario: ``vary:`` removed, ``expect:`` = ``always:``,
+    the run's seed, backend and tie choices pinned."""
+    always = copy.deepcopy((loaded.data or {}).get("always") or {})
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        if key in ("vary", "vary_settings", "always", "ties", "seed", "backend"):
+            continue
+        if key == "expect":
+            continue
+        if key == "agents":
+            out["seed"] = result.seed
+            out["backend"] = result.backend
+        if key == "steps" and result.ties:
+            out["ties"] = list(result.ties)
+        out[key] = value
+    out["expect"] = always
+    return out
+
+
+def _header(loaded: LoadedScenario, result: ScenarioResult) -> Iterator[str]:
+    source: Any = loaded.where.path or loaded.name
+    if isinstance(source, Path):
+        with contextlib.suppress(ValueError):  # outside the working directory: absolute
+            source = source.relative_to(Path.cwd())
+    yield "# yaml-language-server: $schema=loopsim.schema.json"
+    yield f"# Reproducer written by loopsim: the shrunk failing draw of {source}."
+    yield "# The draw (applied below):"
+    for path, value in (result.draw or {}).items():
+        yield f"#   {path}: {describe(value)}"
+    yield "# `expect:` is the scenario's `always:`. Run it alone: loopsim run <this file>"
+
+
+def write_reproducer(
+    loaded: LoadedScenario, result: ScenarioResult, document: Any, folder: Path
+) -> Path:
+    """Write the reproducer scenario (and its transcript) into ``folder``, atomically."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{loaded.stem}.loopsim.yaml"
+    body = yaml.safe_dump(
+        reproducer_document(loaded, result, document),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+    text = "\n".join(_header(loaded, result)) + "\n" + body
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        Path(temporary).replace(target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    result.write_transcript(folder)
+    return target

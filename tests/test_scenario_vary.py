@@ -1,0 +1,171 @@
+"""``vary:`` scenarios: paths, draws, shrinking, reproducer files and ``always:``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loopsim._scenario import load_scenario, load_scenario_text
+from loopsim._scenario._runner import run_scenario
+from loopsim._scenario._vary import parse_path, run_vary, write_reproducer
+
+ROOT = Path(__file__).parent.parent
+VARY_SCENARIOS = sorted((ROOT / "scenarios").glob("vary_*.loopsim.yaml"))
+
+DELAYED = """\
+version: 1
+agents:
+  boss: {policy: coordinator}
+  worker: {policy: {echo: {delay: 5}}}
+parent: {agent: boss, background_agents: [worker]}
+steps:
+  - run: go
+vary:
+  agents.worker.policy.echo.delay: {between: [0, 600]}
+vary_settings: {max_examples: 60}
+always:
+  elapsed: {max: 100}
+"""
+
+TIED = """\
+version: 1
+agents:
+  boss: {policy: coordinator}
+  left: {policy: {echo: {delay: 7}}}
+  right: {policy: {echo: {delay: 7}}}
+parent: {agent: boss, background_agents: [left, right]}
+ties: [0]
+steps:
+  - run: go
+vary:
+  agents.left.policy.echo.prefix: {one_of: ["echo: ", "said: "]}
+vary_settings: {max_examples: 30}
+always:
+  response: {contains: ["task 1 (left)", "task 2 (right)"]}
+"""
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / f"{name}.loopsim.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("agents.worker.policy.echo.delay", ("agents", "worker", "policy", "echo", "delay")),
+        ("steps[2]", ("steps", 2)),
+        (
+            "loop.evaluators[0].delegate.decisions[3]",
+            ("loop", "evaluators", 0, "delegate", "decisions", 3),
+        ),
+        ("agents..worker", None),
+        ("steps[x]", None),
+        ("", None),
+    ],
+)
+def test_paths_are_dotted_keys_with_indices(text: str, parts: tuple[object, ...] | None) -> None:
+    assert parse_path(text) == parts
+
+
+def test_at_least_five_shipped_scenarios_vary() -> None:
+    assert len(VARY_SCENARIOS) >= 5
+    for path in VARY_SCENARIOS:
+        scenario = load_scenario(path).scenario
+        assert scenario.vary
+        assert scenario.vary_settings is not None
+        assert scenario.vary_settings.max_examples is not None
+        assert scenario.vary_settings.max_examples <= 25
+
+
+@pytest.mark.parametrize("path", VARY_SCENARIOS, ids=[p.name.split(".")[0] for p in VARY_SCENARIOS])
+def test_shipped_vary_scenarios_hold_for_every_draw(path: Path) -> None:
+    loaded = load_scenario(path)
+    run = run_vary(loaded, seeded=True)
+    assert run.result.passed, run.result.report(tail=0)
+    assert run.document is None
+    settings = loaded.scenario.vary_settings
+    assert settings is not None
+    assert run.examples >= min(5, settings.max_examples or 5)
+
+
+def test_a_failing_draw_is_shrunk_to_the_boundary(tmp_path: Path) -> None:
+    run = run_vary(load_scenario(_write(tmp_path, "delayed", DELAYED)), seeded=True)
+    result = run.result
+    assert not result.passed
+    assert result.draw == {"agents.worker.policy.echo.delay": 101}
+    assert [f.location for f in result.failures] == ["always.elapsed.max"]
+    assert result.failures[0].line == 12
+    assert "shrunk draw:" in result.report()
+    assert "agents.worker.policy.echo.delay: 101" in result.report()
+
+
+def test_seeded_runs_repeat(tmp_path: Path) -> None:
+    loaded = load_scenario(_write(tmp_path, "delayed", DELAYED))
+    first, second = (run_vary(loaded, seeded=True) for _ in range(2))
+    assert first.examples == second.examples
+    assert first.result.draw == second.result.draw
+
+
+def test_the_reproducer_alone_fails_the_same_way(tmp_path: Path) -> None:
+    loaded = load_scenario(_write(tmp_path, "delayed", DELAYED))
+    run = run_vary(loaded, seeded=True)
+    folder = tmp_path / "reproducers"
+    written = write_reproducer(loaded, run.result, run.document, folder)
+    assert written == folder / "delayed.loopsim.yaml"
+    assert (folder / "delayed.transcript.json").is_file()
+    assert not list(folder.glob(".*"))  # the temporary file was renamed, not left behind
+    data = yaml.safe_load(written.read_text(encoding="utf-8"))
+    assert "vary" not in data
+    assert "always" not in data
+    assert data["expect"] == {"elapsed": {"max": 100}}
+    assert data["agents"]["worker"]["policy"]["echo"]["delay"] == 101
+    again = run_scenario(load_scenario(written))
+    assert [f.message for f in again.failures] == [f.message for f in run.result.failures]
+    assert [f.location for f in again.failures] == ["expect.elapsed.max"]
+    assert again.transcript is not None
+    assert run.result.transcript is not None
+    assert again.transcript.to_json() == run.result.transcript.to_json()
+
+
+def test_tie_choices_are_drawn_and_pinned_in_the_reproducer(tmp_path: Path) -> None:
+    loaded = load_scenario(_write(tmp_path, "tied", TIED))
+    assert run_scenario(loaded, blocks=("always",)).ties  # the tie exists in every draw
+    run = run_vary(loaded, seeded=True)
+    assert not run.result.passed
+    assert run.result.ties == [1]  # right seen first: task 2 collected before task 1
+    assert run.result.draw == {"agents.left.policy.echo.prefix": "echo: "}
+    written = write_reproducer(loaded, run.result, run.document, tmp_path / "out")
+    assert yaml.safe_load(written.read_text(encoding="utf-8"))["ties"] == [1]
+    again = run_scenario(load_scenario(written))
+    assert [f.message for f in again.failures] == [f.message for f in run.result.failures]
+
+
+def test_the_file_as_written_is_checked_first_against_expect_and_always(tmp_path: Path) -> None:
+    text = DELAYED.replace("always:\n  elapsed: {max: 100}", "expect: {elapsed: 6}\nalways: {}")
+    run = run_vary(load_scenario(_write(tmp_path, "base", text)), seeded=True)
+    assert run.examples == 1
+    assert run.result.draw is None
+    assert [f.location for f in run.result.failures] == ["expect.elapsed"]
+
+
+def test_always_without_vary_is_checked_on_the_one_run() -> None:
+    text = DELAYED.split("vary:", maxsplit=1)[0] + "always: {elapsed: 4}\n"
+    result = run_scenario(load_scenario_text(text))
+    assert [(f.location, f.message) for f in result.failures] == [
+        ("always.elapsed", "expected 4s of virtual time, got 5s")
+    ]
+
+
+def test_draws_without_always_still_check_errors_and_invariants(tmp_path: Path) -> None:
+    text = DELAYED.replace("always:\n  elapsed: {max: 100}\n", "").replace(
+        "{between: [0, 600]}", "{one_of: [5, 10]}"
+    )
+    text = text.replace("policy: coordinator", "script: [{reply: one}]")
+    text = text.replace("steps:\n  - run: go", "steps:\n  - run: go\n  - run: again")
+    run = run_vary(load_scenario(_write(tmp_path, "errors", text)), seeded=True)
+    assert not run.result.passed
+    assert run.result.failures[0].kind == "error"
