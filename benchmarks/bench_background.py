@@ -15,9 +15,12 @@ the real timer is not frozen). Rows:
   ``tools`` to see what the provider adds on top of the children.
 
 Times are the best of ``--repeat`` runs; peak memory (tracemalloc) comes from one more run,
-not timed (tracing slows a run down). ``--gc-off`` pauses the cyclic garbage collector
-while timing: its full collections scan the whole heap (every live task's objects), which
-is the part of the cost that grows faster than N; without it the per-task cost is flat.
+not timed (tracing slows a run down). The peak is reached while all N children are in
+flight at once, so it is the cost of N concurrent child runs (frames, messages, native
+tasks), not what the provider keeps per finished task; ``bench_scale.py`` measures that.
+``--gc-off`` pauses the cyclic garbage collector while timing: its full collections scan
+the whole heap (every live task's objects), which is the part of the cost that grows
+faster than N; without it the per-task cost is flat.
 
 Usage: ``python benchmarks/bench_background.py [N ...] [--backend asyncio|trio] [--repeat R]
 [--rows provider tools parent floor] [--gc-off]``

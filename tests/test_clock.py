@@ -646,3 +646,22 @@ def test_docstring_examples_run() -> None:
 
     assert results.attempted >= 4
     assert results.failed == 0
+
+
+def test_trio_tasks_that_exited_are_not_kept_alive() -> None:
+    import gc
+
+    import trio
+
+    async def main() -> int:
+        async def child() -> None:
+            await anyio.sleep(1)
+
+        for _ in range(3):
+            async with anyio.create_task_group() as tg:
+                for _ in range(200):
+                    tg.start_soon(child)
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, trio.lowlevel.Task))
+
+    assert simulate(main, backend="trio") < 20

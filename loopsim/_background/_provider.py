@@ -133,7 +133,6 @@ class _Runtime:
         "finished",
         "in_flight",
         "index",
-        "latest",
         "token",
         "tools",
     )
@@ -141,10 +140,10 @@ class _Runtime:
     def __init__(self, token: object | None) -> None:
         self.token = token
         self.closed = False
-        #: runs not yet finalized into the session (running, or ended but not collected)
+        #: runs not yet finalized into the session (running, or ended but not collected);
+        #: at most one per task id, so a run that is not here any more (finalized, cleared,
+        #: or replaced by ``continue_task``) must not write its outcome into the session
         self.in_flight: dict[int, ChildRun] = {}
-        #: the newest run per task id (marks older ones superseded on continue)
-        self.latest: dict[int, ChildRun] = {}
         self.child_sessions: dict[int, Any] = {}
         #: runs that ended since the last refresh (appended by the runs themselves)
         self.finished: list[ChildRun] = []
@@ -156,15 +155,10 @@ class _Runtime:
             run.cancel()
             msg = "Session runtime is closed; cannot start background task."
             raise RuntimeError(msg)
-        previous = self.latest.get(task_id)
-        if previous is not None:
-            previous.superseded = True
         self.in_flight[task_id] = run
-        self.latest[task_id] = run
 
     def clear(self) -> None:
         self.in_flight.clear()
-        self.latest.clear()
         self.child_sessions.clear()
         self.finished.clear()
         self.index = None
@@ -544,7 +538,7 @@ class BackgroundAgentsProvider(ContextProvider):
         # Py-later order: create and track the child first; only then take the id and
         # write the record, so a failure here leaves no id used and no orphan record.
         child_session = agent.create_session()
-        run = _child_run(runtime, task_id, agent, input, child_session)
+        run = ChildRun(task_id, agent, input, child_session, runtime.finished)
         run.start(self._keepalive)
         try:
             runtime.track(task_id, run)
@@ -604,7 +598,10 @@ class BackgroundAgentsProvider(ContextProvider):
         record = self._index(runtime, self._state(session)["tasks"]).by_id.get(winner.task_id)
         if record is None:
             return f"Task {winner.task_id} finished with status: Unknown."
-        if not winner.superseded and record["status"] == _RUNNING:
+        # A newer run under the same id (``continue_task``) owns the record now; with no
+        # run in flight (a release forgot them) the winner's outcome is still the news.
+        current = runtime.in_flight.get(winner.task_id)
+        if (current is None or current is winner) and record["status"] == _RUNNING:
             self._finalize(session, runtime, record, winner)
         return f"Task {winner.task_id} finished with status: {winner.status.value}."
 
@@ -659,7 +656,7 @@ class BackgroundAgentsProvider(ContextProvider):
         child_session = runtime.child_sessions.get(task_id)
         if child_session is None:
             return f"Error: Session for task {task_id} is no longer available."
-        run = _child_run(runtime, task_id, agent, text, child_session)
+        run = ChildRun(task_id, agent, text, child_session, runtime.finished)
         run.start(self._keepalive)
         try:
             runtime.track(task_id, run)
@@ -683,7 +680,6 @@ class BackgroundAgentsProvider(ContextProvider):
             )
         index.remove(record)
         runtime.in_flight.pop(task_id, None)
-        runtime.latest.pop(task_id, None)
         runtime.child_sessions.pop(task_id, None)
         self._emit(session, record, "cleared")
         return f"Task {task_id} cleared."
@@ -708,17 +704,6 @@ def _normalize(state: dict[str, Any]) -> None:
         state["next_task_id"] = 1
     if not isinstance(state.get("tasks"), list):
         state["tasks"] = []
-
-
-def _child_run(
-    runtime: _Runtime, task_id: int, agent: SupportsAgentRun, text: str, child_session: Any
-) -> ChildRun:
-    async def run() -> Any:
-        return await agent.run(text, session=child_session)
-
-    return ChildRun(
-        task_id, f"background task {task_id} ({agent.name})", run, runtime.finished.append
-    )
 
 
 async def _drain(

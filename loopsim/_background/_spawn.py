@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
-from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.lowlevel
 
+from .._agents import SupportsAgentRun
 from ._task import BackgroundTaskStatus
 
 __all__ = ["CANCELED_ERROR_TEXT", "ChildRun", "loop_alive", "loop_token", "settle"]
@@ -127,54 +127,71 @@ _NOT_STARTED = _NotStarted()
 class ChildRun:
     """One run of a child agent for a background task.
 
+    While it runs, the run holds its agent, input, child session, native task and cancel
+    scope; when it ends it drops all of them (and its listeners), keeping only the
+    outcome, so a finished run is a handful of slots and nothing the cyclic garbage
+    collector has to look at. A run never refers to itself through a closure or a bound
+    method, so it dies by reference counting as soon as the provider forgets it.
+
     Attributes:
         task_id: the parent-session task id this run belongs to.
+        agent_name: the child agent's name (for labels and logs).
         status: ``running`` until the run ends, then ``completed`` or ``failed``.
         result_text: the child's response text (completed runs).
         error_text: ``str(exception)`` of a failed run, or :data:`CANCELED_ERROR_TEXT`.
         cancelled: True when the run ended by cancellation.
-        superseded: True once ``continue_task`` started a newer run under the same id; a
-            waiter holding this run must then not write its outcome into the session.
     """
 
     __slots__ = (
+        "_agent",
+        "_done",
         "_finished",
+        "_input",
         "_keepalive",
         "_listeners",
         "_native",
-        "_on_done",
-        "_run",
         "_scope",
+        "_session",
+        "agent_name",
         "cancelled",
         "error_text",
-        "label",
         "result_text",
         "status",
-        "superseded",
         "task_id",
     )
 
     def __init__(
         self,
         task_id: int,
-        label: str,
-        run: Callable[[], Awaitable[Any]],
-        on_done: Callable[[ChildRun], None],
+        agent: SupportsAgentRun,
+        text: str,
+        session: Any,
+        done: list[ChildRun],
     ) -> None:
+        """Prepare (not start) a run of ``agent.run(text, session=session)``.
+
+        ``done`` is the list the run appends itself to when it ends.
+        """
         self.task_id = task_id
-        self.label = label
+        self.agent_name = agent.name
         self.status = BackgroundTaskStatus.RUNNING
         self.result_text: str | None = None
         self.error_text: str | None = None
         self.cancelled = False
-        self.superseded = False
-        self._run = run
-        self._on_done = on_done
+        self._agent: SupportsAgentRun | None = agent
+        self._input = text
+        self._session: Any = session
+        self._done: list[ChildRun] | None = done
         self._finished = False
         self._scope: _Scope = _NOT_STARTED
-        self._listeners: list[anyio.Event] = []
+        self._listeners: list[anyio.Event] | None = None
         self._native: object = None
-        self._keepalive: set[ChildRun] = set()
+        self._keepalive: set[ChildRun] | None = None
+
+    @property
+    def label(self) -> str:
+        """The run's task name: ``background task <id> (<agent>)``."""
+        return f"background task {self.task_id} ({self.agent_name})"
 
     def __repr__(self) -> str:
         return (
@@ -207,14 +224,17 @@ class ChildRun:
             )
 
     def cancel(self) -> None:
-        """Ask the run to stop; it ends ``failed`` with :data:`CANCELED_ERROR_TEXT`."""
+        """Ask the run to stop; it ends ``failed`` with :data:`CANCELED_ERROR_TEXT`.
+
+        A no-op once the run has ended.
+        """
         self._scope.cancel()
 
     async def wait(self) -> None:
         """Wait until the run has ended."""
         if not self._finished:
             event = anyio.Event()
-            self._listeners.append(event)
+            self.add_listener(event)
             try:
                 await event.wait()
             finally:
@@ -222,21 +242,26 @@ class ChildRun:
 
     def add_listener(self, event: anyio.Event) -> None:
         """Set ``event`` when the run ends (at once if it already has)."""
-        if self.finished:
+        if self._finished:
             event.set()
+        elif self._listeners is None:
+            self._listeners = [event]
         else:
             self._listeners.append(event)
 
     def remove_listener(self, event: anyio.Event) -> None:
         """Forget a listener added with :meth:`add_listener`."""
-        if event in self._listeners:
-            self._listeners.remove(event)
+        listeners = self._listeners
+        if listeners is not None and event in listeners:
+            listeners.remove(event)
 
     async def _main(self) -> None:
         outcome: BackgroundTaskStatus | None = None
         try:
             with self._scope:
-                response = await self._run()
+                agent = cast("SupportsAgentRun", self._agent)  # set until the run ends
+                response = await agent.run(self._input, session=self._session)
+                del agent
                 text = getattr(response, "text", None)
                 self.result_text = text if isinstance(text, str) else str(response)
                 outcome = BackgroundTaskStatus.COMPLETED
@@ -249,14 +274,21 @@ class ChildRun:
                 self.error_text = CANCELED_ERROR_TEXT
                 outcome = BackgroundTaskStatus.FAILED
             self.status = outcome
-            self._run = _finished_run  # drop the closure (agent, child session, input)
-            self._finished = True
-            listeners, self._listeners = self._listeners, []
+            self._finish()
+
+    def _finish(self) -> None:
+        """Record the end: drop every runtime handle, wake listeners, report to ``done``."""
+        self._finished = True
+        self._agent = self._session = self._native = None
+        self._input = ""
+        self._scope = _NOT_STARTED
+        listeners, self._listeners = self._listeners, None
+        if listeners is not None:
             for listener in listeners:
                 listener.set()
-            self._keepalive.discard(self)
-            self._on_done(self)
-
-
-async def _finished_run() -> None:  # pragma: no cover - never called
-    return None
+        keepalive, self._keepalive = self._keepalive, None
+        if keepalive is not None:
+            keepalive.discard(self)
+        done, self._done = self._done, None
+        if done is not None:
+            done.append(self)

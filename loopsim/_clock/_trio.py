@@ -198,7 +198,10 @@ class _Scheduling(trio.abc.Instrument):
 
     def after_task_step(self, task: trio.lowlevel.Task) -> None:
         clock = self._clock
-        clock._last_step[task] = clock._phase
+        # trio reports a task's last step after task_exited: remembering an exited task
+        # would keep it (and its coroutine) alive for the rest of the run.
+        if task.coro.cr_frame is not None:
+            clock._last_step[task] = clock._phase
         clock._phase += 1
 
     def after_io_wait(self, timeout: float) -> None:  # noqa: ARG002 - trio's hook signature
