@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -225,6 +225,17 @@ Content = Annotated[
 ]
 
 ContentInput = Content | str
+_CONTENT_TYPES = (
+    TextContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionApprovalRequestContent,
+    FunctionApprovalResponseContent,
+    ErrorContent,
+    DataContent,
+    UriContent,
+    UsageContent,
+)
 
 
 def _contents(items: Sequence[ContentInput] | str | None) -> list[Content]:
@@ -235,8 +246,240 @@ def _contents(items: Sequence[ContentInput] | str | None) -> list[Content]:
     return [TextContent(text=c) if isinstance(c, str) else c for c in items]
 
 
-def _text_of(contents: Iterable[Any]) -> str:
-    return "".join(c.text for c in contents if isinstance(c, TextContent))
+def _text_of(contents: Sequence[Any]) -> str:
+    if len(contents) == 1:  # the common case, without a generator
+        only = contents[0]
+        return only.text if isinstance(only, TextContent) else ""
+    return "".join([c.text for c in contents if isinstance(c, TextContent)])
+
+
+# -- building models from values that are already valid ------------------------------------
+#
+# Validation costs 1-4 us per model and the loop builds several per iteration from values
+# that are already exactly what validation would return (model instances, exact ``str``,
+# None). The helpers below build such models directly, with the very state validation
+# gives (``__dict__`` in field order, the same fields set, no extra, no private). Each
+# checks its inputs and falls back to the validating constructor when one is not of the
+# exact type validation would keep unchanged (a str subclass, a dict for a model...), so
+# errors and coercions stay those of pydantic. model_construct is no help here: it is
+# slower than validation for these small models (measured, pydantic 2.14).
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _built(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
+    obj = _new_object(cls)
+    _set_attribute(obj, "__dict__", values)
+    _set_attribute(obj, "__pydantic_fields_set__", fields_set)
+    _set_attribute(obj, "__pydantic_extra__", None)
+    _set_attribute(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _optional_str(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _all_messages(messages: Sequence[Any]) -> bool:
+    for message in messages:  # noqa: SIM110 - a loop is cheaper than all(<genexpr>) here
+        if not isinstance(message, Message):
+            return False
+    return True
+
+
+def _all_contents(contents: Sequence[Any]) -> bool:
+    for content in contents:  # noqa: SIM110 - a loop is cheaper than all(<genexpr>) here
+        if not isinstance(content, _CONTENT_TYPES):
+            return False
+    return True
+
+
+def text_content(text: str) -> TextContent:
+    """``TextContent(text=text)``, built without validation when ``text`` is a str."""
+    if type(text) is str:
+        return _built(TextContent, {"type": "text", "text": text}, {"text"})
+    return TextContent(text=text)
+
+
+def text_message(
+    role: str, text: str, author_name: str | None = None, message_id: str | None = None
+) -> Message:
+    """``Message(role, [TextContent(text=text)], author_name=..., message_id=...)``."""
+    if (
+        type(role) is str
+        and type(text) is str
+        and _optional_str(author_name)
+        and _optional_str(message_id)
+    ):
+        content = _built(TextContent, {"type": "text", "text": text}, {"text"})
+        return _built(
+            Message,
+            {
+                "role": role,
+                "contents": [content],
+                "author_name": author_name,
+                "message_id": message_id,
+            },
+            {"role", "contents", "author_name", "message_id"},
+        )
+    return Message(role, [TextContent(text=text)], author_name=author_name, message_id=message_id)
+
+
+def build_message(
+    role: str,
+    contents: list[Content],
+    author_name: str | None = None,
+    message_id: str | None = None,
+) -> Message:
+    """``Message(role, contents, author_name=..., message_id=...)`` for content instances.
+
+    Takes ownership of ``contents`` (the message keeps that list).
+    """
+    if (
+        type(role) is str
+        and _optional_str(author_name)
+        and _optional_str(message_id)
+        and type(contents) is list
+        and _all_contents(contents)
+    ):
+        return _built(
+            Message,
+            {
+                "role": role,
+                "contents": contents,
+                "author_name": author_name,
+                "message_id": message_id,
+            },
+            {"role", "contents", "author_name", "message_id"},
+        )
+    return Message(role, contents, author_name=author_name, message_id=message_id)
+
+
+def build_agent_response(
+    messages: Sequence[Message],
+    *,
+    response_id: str | None = None,
+    agent_id: str | None = None,
+    usage: Usage | None = None,
+) -> AgentResponse:
+    """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``."""
+    if (
+        _optional_str(response_id)
+        and _optional_str(agent_id)
+        and (usage is None or isinstance(usage, Usage))
+        and _all_messages(messages)
+    ):
+        return _built(
+            AgentResponse,
+            {
+                "messages": list(messages),
+                "response_id": response_id,
+                "agent_id": agent_id,
+                "usage": usage,
+                "value": None,
+                "additional_properties": {},
+            },
+            {"messages", "response_id", "agent_id", "usage", "value", "additional_properties"},
+        )
+    return AgentResponse(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+
+
+def build_chat_response(
+    messages: Sequence[Message],
+    *,
+    response_id: str | None = None,
+    usage: Usage | None = None,
+) -> ChatResponse:
+    """``ChatResponse(messages, response_id=..., usage=...)`` for Message instances."""
+    if (
+        _optional_str(response_id)
+        and (usage is None or isinstance(usage, Usage))
+        and _all_messages(messages)
+    ):
+        return _built(
+            ChatResponse,
+            {"messages": list(messages), "response_id": response_id, "usage": usage},
+            {"messages", "response_id", "usage"},
+        )
+    return ChatResponse(messages, response_id=response_id, usage=usage)
+
+
+def build_agent_update(
+    role: str,
+    contents: Sequence[Content],
+    *,
+    author_name: str | None = None,
+    message_id: str | None = None,
+    response_id: str | None = None,
+    agent_id: str | None = None,
+) -> AgentResponseUpdate:
+    """``AgentResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
+    if (
+        type(role) is str
+        and _optional_str(author_name)
+        and _optional_str(message_id)
+        and _optional_str(response_id)
+        and _optional_str(agent_id)
+        and _all_contents(contents)
+    ):
+        return _built(
+            AgentResponseUpdate,
+            {
+                "role": role,
+                "contents": list(contents),
+                "author_name": author_name,
+                "message_id": message_id,
+                "response_id": response_id,
+                "agent_id": agent_id,
+            },
+            {"role", "contents", "author_name", "message_id", "response_id", "agent_id"},
+        )
+    return AgentResponseUpdate(
+        role,
+        contents,
+        author_name=author_name,
+        message_id=message_id,
+        response_id=response_id,
+        agent_id=agent_id,
+    )
+
+
+def build_chat_update(
+    role: str,
+    contents: Sequence[Content],
+    *,
+    author_name: str | None = None,
+    message_id: str | None = None,
+    response_id: str | None = None,
+) -> ChatResponseUpdate:
+    """``ChatResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
+    if (
+        type(role) is str
+        and _optional_str(author_name)
+        and _optional_str(message_id)
+        and _optional_str(response_id)
+        and _all_contents(contents)
+    ):
+        return _built(
+            ChatResponseUpdate,
+            {
+                "role": role,
+                "contents": list(contents),
+                "author_name": author_name,
+                "message_id": message_id,
+                "response_id": response_id,
+            },
+            {"role", "contents", "author_name", "message_id", "response_id"},
+        )
+    return ChatResponseUpdate(
+        role,
+        contents,
+        author_name=author_name,
+        message_id=message_id,
+        response_id=response_id,
+    )
 
 
 class Message(BaseModel):
@@ -274,17 +517,23 @@ class Message(BaseModel):
     @classmethod
     def user(cls, text: str, *, author_name: str | None = None) -> Message:
         """A user message holding ``text``."""
-        return cls("user", [TextContent(text=text)], author_name=author_name)
+        return cls._of_text("user", text, author_name)
 
     @classmethod
     def assistant(cls, text: str, *, author_name: str | None = None) -> Message:
         """An assistant message holding ``text``."""
-        return cls("assistant", [TextContent(text=text)], author_name=author_name)
+        return cls._of_text("assistant", text, author_name)
 
     @classmethod
     def system(cls, text: str) -> Message:
         """A system message holding ``text``."""
-        return cls("system", [TextContent(text=text)])
+        return cls._of_text("system", text, None)
+
+    @classmethod
+    def _of_text(cls, role: str, text: str, author_name: str | None) -> Message:
+        if cls is Message:
+            return text_message(role, text, author_name)
+        return cls(role, [TextContent(text=text)], author_name=author_name)
 
     @property
     def text(self) -> str:
@@ -356,7 +605,7 @@ class AgentResponse(BaseModel):
     @property
     def text(self) -> str:
         """The concatenated text of all messages."""
-        return "".join(m.text for m in self.messages)
+        return "".join([m.text for m in self.messages])
 
     @classmethod
     def from_updates(cls, updates: Iterable[AgentResponseUpdate]) -> AgentResponse:
@@ -366,38 +615,64 @@ class AgentResponse(BaseModel):
         one message; text pieces are concatenated. ``UsageContent`` is summed into
         ``usage`` and not kept as content. The last non-empty response/agent id wins.
         """
-        messages: list[Message] = []
-        usage: Usage | None = None
-        response_id: str | None = None
-        agent_id: str | None = None
-        current: _MessageBuilder | None = None
-        for update in updates:
-            response_id = update.response_id or response_id
-            agent_id = update.agent_id or agent_id
-            contents: list[Content] = []
-            for content in update.contents:
-                if isinstance(content, UsageContent):
-                    usage = content.usage if usage is None else usage + content.usage
-                else:
-                    contents.append(content)
-            if not contents:
-                continue
-            if current is None or not current.accepts(update):
-                if current is not None:
-                    messages.append(current.build())
-                current = _MessageBuilder(update.role, update.author_name, update.message_id)
-            current.add(contents)
-        if current is not None:
-            messages.append(current.build())
+        messages, response_id, agent_id, usage = _merge_updates(updates, with_agent_id=True)
+        if cls is AgentResponse:
+            return build_agent_response(
+                messages, response_id=response_id, agent_id=agent_id, usage=usage
+            )
         return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+
+
+def _merge_updates(
+    updates: Iterable[Any], *, with_agent_id: bool
+) -> tuple[list[Message], str | None, str | None, Usage | None]:
+    """The messages, last response id, last agent id and summed usage of ``updates``."""
+    messages: list[Message] = []
+    usage: Usage | None = None
+    response_id: str | None = None
+    agent_id: str | None = None
+    current: _MessageBuilder | None = None
+    for update in updates:
+        response_id = update.response_id or response_id
+        if with_agent_id:
+            agent_id = update.agent_id or agent_id
+        contents: Sequence[Content] = update.contents
+        for content in contents:
+            if isinstance(content, UsageContent):  # usage is summed, not kept: filter
+                kept: list[Content] = []
+                for item in contents:
+                    if isinstance(item, UsageContent):
+                        usage = item.usage if usage is None else usage + item.usage
+                    else:
+                        kept.append(item)
+                contents = kept
+                break
+        if not contents:
+            continue
+        if current is None or not current.accepts(update):
+            if current is not None:
+                messages.append(current.build())
+            current = _MessageBuilder(update.role, update.author_name, update.message_id)
+        current.add(contents)
+    if current is not None:
+        messages.append(current.build())
+    return messages, response_id, agent_id, usage
 
 
 @dataclass(slots=True)
 class _MessageBuilder:
+    """Collects one message's contents; adjacent text pieces become one TextContent.
+
+    A run of adjacent text pieces is joined once when it ends (a run of one keeps its
+    TextContent object), rather than re-building a TextContent per piece.
+    """
+
     role: str
     author_name: str | None
     message_id: str | None
     contents: list[Content] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    first_text: TextContent | None = None
 
     def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
         return update.role == self.role and (
@@ -408,16 +683,25 @@ class _MessageBuilder:
 
     def add(self, contents: Sequence[Content]) -> None:
         for content in contents:
-            last = self.contents[-1] if self.contents else None
-            if isinstance(content, TextContent) and isinstance(last, TextContent):
-                self.contents[-1] = TextContent(text=last.text + content.text)
+            if isinstance(content, TextContent):
+                if self.first_text is None:
+                    self.first_text = content
+                self.texts.append(content.text)
             else:
+                self._end_text()
                 self.contents.append(content)
 
+    def _end_text(self) -> None:
+        first = self.first_text
+        if first is not None:
+            texts = self.texts
+            self.contents.append(first if len(texts) == 1 else text_content("".join(texts)))
+            self.first_text = None
+            self.texts = []
+
     def build(self) -> Message:
-        return Message(
-            self.role, self.contents, author_name=self.author_name, message_id=self.message_id
-        )
+        self._end_text()
+        return build_message(self.role, self.contents, self.author_name, self.message_id)
 
 
 class AgentResponseUpdate(BaseModel):
@@ -487,22 +771,29 @@ class ChatResponse(BaseModel):
     @property
     def text(self) -> str:
         """The concatenated text of all messages."""
-        return "".join(m.text for m in self.messages)
+        return "".join([m.text for m in self.messages])
 
     @classmethod
     def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
         """Merge streaming chat updates into one response (see AgentResponse.from_updates)."""
-        merged = AgentResponse.from_updates(
-            AgentResponseUpdate(
-                u.role,
-                u.contents,
-                author_name=u.author_name,
-                message_id=u.message_id,
-                response_id=u.response_id,
-            )
-            for u in updates
+        messages, response_id, _, usage = _merge_updates(
+            (
+                u
+                if isinstance(u, ChatResponseUpdate)
+                else AgentResponseUpdate(
+                    u.role,
+                    u.contents,
+                    author_name=u.author_name,
+                    message_id=u.message_id,
+                    response_id=u.response_id,
+                )
+                for u in updates
+            ),
+            with_agent_id=False,
         )
-        return cls(merged.messages, response_id=merged.response_id, usage=merged.usage)
+        if cls is ChatResponse:
+            return build_chat_response(messages, response_id=response_id, usage=usage)
+        return cls(messages, response_id=response_id, usage=usage)
 
 
 class ChatResponseUpdate(BaseModel):

@@ -22,9 +22,11 @@ from .._messages import (
     Message,
     MessagesInput,
     Usage,
+    build_agent_response,
+    build_agent_update,
     normalize_messages,
 )
-from ._base import BaseAgent, ResponseStream, RunOptions, close_quietly
+from ._base import BaseAgent, ResponseStream, RunOptions
 from ._session import AgentSession, HistoryStoreKind, MessageView
 from ._tools import FunctionTool
 
@@ -220,6 +222,15 @@ class Agent(BaseAgent):
         options: RunOptions | None = None,
     ) -> AgentResponse:
         """Run once: providers, the model/tool loop, history, providers again."""
+        if not self.middleware:
+            # Without middleware the pipeline is the core run alone: no run context (only
+            # middleware sees it), no copy of the freshly normalized input. Same order as
+            # the pipeline: input and options are read before the session is made.
+            input_messages = normalize_messages(messages)
+            run_options = dict(options or {})
+            if session is None:
+                session = self.create_session()
+            return await self._invoke_run(input_messages, session, run_options)
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=False
         )
@@ -241,6 +252,12 @@ class Agent(BaseAgent):
         options: RunOptions | None = None,
     ) -> ResponseStream:
         """Run once, streaming updates; the merged final messages equal ``run``'s."""
+        if not self.middleware:
+            # The core stream itself (it makes the session when first iterated, as the
+            # pipeline would), instead of a stream re-yielding a stream.
+            return ResponseStream(
+                self._invoke_stream(normalize_messages(messages), session, dict(options or {}))
+            )
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=True
         )
@@ -273,152 +290,112 @@ class Agent(BaseAgent):
             await self.middleware[index].process(context, call_next)
             return
         session = context.session if context.session is not None else self.create_session()
-        source = self._invoke(list(context.messages), session, context.options, context.stream)
         if context.stream:
-            context.result = ResponseStream(source)
+            context.result = ResponseStream(
+                self._invoke_stream(list(context.messages), session, context.options)
+            )
         else:
-            result: AgentResponse | None = None
-            try:
-                async for item in source:
-                    if isinstance(item, AgentResponse):
-                        result = item
-            finally:
-                await close_quietly(source)
-            context.result = result
+            context.result = await self._invoke_run(
+                list(context.messages), session, context.options
+            )
 
     # -- the core -----------------------------------------------------------------------
+    #
+    # One run is a _RunState and two drivers over it: _invoke_run (a plain coroutine, for
+    # run) and _invoke_stream (an async generator, for run_stream). They make the same
+    # calls in the same order; the streaming one also yields updates between them.
 
     async def _run(
         self, messages: list[Message], session: AgentSession, options: RunOptions
     ) -> AgentResponse:  # BaseAgent hook; Agent.run goes through the pipeline instead
         return await self.run(messages, session=session, options=options)
 
-    async def _invoke(
+    async def _invoke_run(
+        self, input_messages: list[Message], session: AgentSession, options: dict[str, Any]
+    ) -> AgentResponse:
+        state = _RunState(self, input_messages, session)
+        await state.begin(options)
+        client = self.client
+        chat_options = state.chat_options
+        for round_number in range(1, self.max_tool_rounds + 1):
+            request = state.request()
+            try:
+                chat_response = await client.get_response(request, options=chat_options)
+            except Exception as exc:
+                state.failed(exc, round_number)
+                raise
+            calls = state.received(chat_response)
+            if not calls:
+                state.produced.extend(chat_response.messages)
+                break
+            _, done = await state.act(chat_response, calls, state.pending(calls))
+            if done:
+                break
+        return await state.finish()
+
+    async def _invoke_stream(
         self,
         input_messages: list[Message],
-        session: AgentSession,
+        session: AgentSession | None,
         options: dict[str, Any],
-        stream: bool,
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
-        context = SessionContext(input_messages=input_messages)
-        for provider in self.context_providers:
-            await provider.before_run(
-                agent=self,
-                session=session,
-                context=context,
-                state=session.state.setdefault(provider.source_id, {}),
-            )
-        chat_options = self._chat_options(context, options)
-        history = session.history()
-        prefix = (*context.context_messages, *input_messages)
-        produced: list[Message] = []
-        usage: Usage | None = None
-        response_id: str | None = None
-
-        approvals = [
-            c
-            for m in input_messages
-            for c in m.contents
-            if isinstance(c, FunctionApprovalResponseContent)
-        ]
-        if approvals:
-            result_message = await self._answer_approvals(approvals, session)
-            produced.append(result_message)
-            if stream:
-                yield _to_update(result_message, None, self.id)
-
+        if session is None:
+            session = self.create_session()
+        state = _RunState(self, input_messages, session)
+        answered = await state.begin(options)
+        agent_id = self.id
+        if answered is not None:
+            yield _to_update(answered, None, agent_id)
+        client = self.client
+        chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 1):
-            request = MessageView(history, len(history), (*prefix, *produced))
-            _trace.emit(
-                "model_request",
-                agent=self._label,
-                session=session.session_id,
-                messages=request,
-                tools=chat_options.tool_names,
-            )
+            request = state.request()
             try:
                 held: list[ChatResponseUpdate] = []
-                if stream:
-                    chat_updates: list[ChatResponseUpdate] = []
-                    async for chat_update in self.client.get_streaming_response(
-                        request, options=chat_options
-                    ):
-                        chat_updates.append(chat_update)
-                        # Calls wait until we know whether they need approval.
-                        if any(isinstance(c, FunctionCallContent) for c in chat_update.contents):
-                            held.append(chat_update)
-                        else:
-                            yield _update_from_chat(chat_update, self.id)
-                    chat_response = ChatResponse.from_updates(chat_updates)
-                else:
-                    chat_response = await self.client.get_response(request, options=chat_options)
+                chat_updates: list[ChatResponseUpdate] = []
+                async for chat_update in client.get_streaming_response(
+                    request, options=chat_options
+                ):
+                    chat_updates.append(chat_update)
+                    # Calls wait until we know whether they need approval.
+                    if _has_call(chat_update):
+                        held.append(chat_update)
+                    else:
+                        yield _update_from_chat(chat_update, agent_id)
+                chat_response = ChatResponse.from_updates(chat_updates)
             except Exception as exc:
-                _note(
-                    exc,
-                    f"while agent {self._label!r} (session {session.session_id}) "
-                    f"waited for model turn {round_number} of this run",
-                )
+                state.failed(exc, round_number)
                 raise
-            _trace.emit(
-                "model_response",
-                agent=self._label,
-                session=session.session_id,
-                messages=list(chat_response.messages),
-                usage=chat_response.usage,
-                response_id=chat_response.response_id,
-            )
-            if chat_response.usage is not None:
-                usage = chat_response.usage if usage is None else usage + chat_response.usage
-            response_id = chat_response.response_id or response_id
-            calls = [
-                c
-                for m in chat_response.messages
-                for c in m.contents
-                if isinstance(c, FunctionCallContent)
-            ]
+            calls = state.received(chat_response)
             if not calls:
-                produced.extend(chat_response.messages)
+                state.produced.extend(chat_response.messages)
                 break
-            pending = {c.call_id for c in calls if self._requires_approval(c.name, chat_options)}
+            pending = state.pending(calls)
             for chat_update in held:
-                yield _update_from_chat(_with_approval_requests(chat_update, pending), self.id)
-            if pending:
-                produced.extend(_with_approval_requests(m, pending) for m in chat_response.messages)
-                runnable = [c for c in calls if c.call_id not in pending]
-                if runnable:
-                    tool_message = await self._run_tools(runnable, chat_options, session)
-                    produced.append(tool_message)
-                    if stream:
-                        yield _to_update(tool_message, response_id, self.id)
+                yield _update_from_chat(_with_approval_requests(chat_update, pending), agent_id)
+            tool_message, done = await state.act(chat_response, calls, pending)
+            if tool_message is not None:
+                yield _to_update(tool_message, state.response_id, agent_id)
+            if done:
                 break
-            produced.extend(chat_response.messages)
-            tool_message = await self._run_tools(calls, chat_options, session)
-            produced.append(tool_message)
-            if stream:
-                yield _to_update(tool_message, response_id, self.id)
+        yield await state.finish()
 
-        response = AgentResponse(
-            produced,
-            response_id=response_id or _trace.next_id("resp"),
-            agent_id=self.id,
-            usage=usage,
-        )
-        session.add_messages([*input_messages, *produced])
-        context.response = response
-        for provider in self.context_providers:
-            await provider.after_run(
-                agent=self,
-                session=session,
-                context=context,
-                state=session.state.setdefault(provider.source_id, {}),
+    def _chat_options(self, context: SessionContext | None, options: dict[str, Any]) -> ChatOptions:
+        if context is None and not options:
+            # no providers, no run options: the agent's own instructions and tools
+            instructions = self.instructions
+            # join, as the general path does: same str, same TypeError for a non-str
+            joined = "\n\n".join((instructions,)) if instructions else None  # noqa: FLY002
+            return ChatOptions(
+                instructions=joined,
+                tools=list(self.tools),
             )
-        yield response
-
-    def _chat_options(self, context: SessionContext, options: dict[str, Any]) -> ChatOptions:
+        extra_instructions: Sequence[str] = () if context is None else context.instructions
+        extra_tools: Sequence[FunctionTool] = () if context is None else context.tools
         parts = [
-            p for p in (self.instructions, *context.instructions, options.get("instructions")) if p
+            p for p in (self.instructions, *extra_instructions, options.get("instructions")) if p
         ]
-        tools = [*self.tools, *context.tools, *options.get("tools", ())]
+        tools = [*self.tools, *extra_tools, *options.get("tools", ())]
         return ChatOptions(
             instructions="\n\n".join(parts) if parts else None,
             tools=tools,
@@ -505,6 +482,165 @@ class Agent(BaseAgent):
         return Message("tool", results, message_id=_trace.next_id("msg"))
 
 
+class _RunState:
+    """One Agent run's working state, shared by the streaming and non-streaming drivers."""
+
+    __slots__ = (
+        "agent",
+        "chat_options",
+        "context",
+        "history",
+        "input_messages",
+        "prefix",
+        "produced",
+        "response_id",
+        "session",
+        "usage",
+    )
+
+    def __init__(self, agent: Agent, input_messages: list[Message], session: AgentSession) -> None:
+        self.agent = agent
+        self.input_messages = input_messages
+        self.session = session
+        self.produced: list[Message] = []
+        self.usage: Usage | None = None
+        self.response_id: str | None = None
+
+    async def begin(self, options: dict[str, Any]) -> Message | None:
+        """Providers' ``before_run``, this run's options; answers approvals sent in the input.
+
+        Returns the tool message answering them (already in ``produced``), or None.
+        """
+        agent, session, input_messages = self.agent, self.session, self.input_messages
+        providers = agent.context_providers
+        # No providers: nobody could see or fill a SessionContext, so none is made.
+        context: SessionContext | None = None
+        if providers:
+            context = SessionContext(input_messages=input_messages)
+            for provider in providers:
+                await provider.before_run(
+                    agent=agent,
+                    session=session,
+                    context=context,
+                    state=session.state.setdefault(provider.source_id, {}),
+                )
+        self.context = context
+        self.chat_options = agent._chat_options(context, options)
+        self.history = session.history()
+        self.prefix: tuple[Message, ...] = (
+            tuple(input_messages)
+            if context is None
+            else (*context.context_messages, *input_messages)
+        )
+        approvals = [
+            c
+            for m in input_messages
+            for c in m.contents
+            if isinstance(c, FunctionApprovalResponseContent)
+        ]
+        if not approvals:
+            return None
+        answered = await agent._answer_approvals(approvals, session)
+        self.produced.append(answered)
+        return answered
+
+    def request(self) -> MessageView:
+        """This round's request (history, then prefix and what the run produced), reported."""
+        request = self.history.followed_by((*self.prefix, *self.produced))
+        _trace.emit(
+            "model_request",
+            agent=self.agent._label,
+            session=self.session.session_id,
+            messages=request,
+            tools=self.chat_options.tool_names,
+        )
+        return request
+
+    def failed(self, exc: BaseException, round_number: int) -> None:
+        _note(
+            exc,
+            f"while agent {self.agent._label!r} (session {self.session.session_id}) "
+            f"waited for model turn {round_number} of this run",
+        )
+
+    def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
+        """Report and account for a model answer; returns the tool calls it asks for."""
+        if _trace.observed():  # spares copying the messages for nobody
+            _trace.emit(
+                "model_response",
+                agent=self.agent._label,
+                session=self.session.session_id,
+                messages=list(chat_response.messages),
+                usage=chat_response.usage,
+                response_id=chat_response.response_id,
+            )
+        usage = chat_response.usage
+        if usage is not None:
+            self.usage = usage if self.usage is None else self.usage + usage
+        self.response_id = chat_response.response_id or self.response_id
+        return [
+            c
+            for m in chat_response.messages
+            for c in m.contents
+            if isinstance(c, FunctionCallContent)
+        ]
+
+    def pending(self, calls: Sequence[FunctionCallContent]) -> set[str]:
+        """Ids of the calls that wait for approval."""
+        agent, chat_options = self.agent, self.chat_options
+        return {c.call_id for c in calls if agent._requires_approval(c.name, chat_options)}
+
+    async def act(
+        self, chat_response: ChatResponse, calls: list[FunctionCallContent], pending: set[str]
+    ) -> tuple[Message | None, bool]:
+        """Keep the answer and run the tools it may run: (tool message or None, run done)."""
+        agent, produced = self.agent, self.produced
+        if pending:
+            produced.extend(_with_approval_requests(m, pending) for m in chat_response.messages)
+            runnable = [c for c in calls if c.call_id not in pending]
+            if not runnable:
+                return None, True
+            tool_message = await agent._run_tools(runnable, self.chat_options, self.session)
+            produced.append(tool_message)
+            return tool_message, True
+        produced.extend(chat_response.messages)
+        tool_message = await agent._run_tools(calls, self.chat_options, self.session)
+        produced.append(tool_message)
+        return tool_message, False
+
+    async def finish(self) -> AgentResponse:
+        """The run's response, stored in history, then the providers' ``after_run``."""
+        agent, session, produced = self.agent, self.session, self.produced
+        response = build_agent_response(
+            produced,
+            response_id=self.response_id or _trace.next_id("resp"),
+            agent_id=agent.id,
+            usage=self.usage,
+        )
+        session.add_messages([*self.input_messages, *produced])
+        providers = agent.context_providers
+        if providers:
+            context = self.context
+            if context is None:  # a provider was added during the run
+                context = SessionContext(input_messages=self.input_messages)
+            context.response = response
+            for provider in providers:
+                await provider.after_run(
+                    agent=agent,
+                    session=session,
+                    context=context,
+                    state=session.state.setdefault(provider.source_id, {}),
+                )
+        return response
+
+
+def _has_call(update: ChatResponseUpdate) -> bool:
+    for content in update.contents:  # noqa: SIM110 - a loop is cheaper than any(<genexpr>)
+        if isinstance(content, FunctionCallContent):
+            return True
+    return False
+
+
 def _note(exc: BaseException, text: str) -> None:
     add_note = getattr(exc, "add_note", None)
     if add_note is not None:
@@ -528,7 +664,7 @@ def _with_approval_requests(message: _M, pending: set[str]) -> _M:
 
 
 def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentResponseUpdate:
-    return AgentResponseUpdate(
+    return build_agent_update(
         update.role,
         update.contents,
         author_name=update.author_name,
@@ -539,7 +675,7 @@ def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentRespons
 
 
 def _to_update(message: Message, response_id: str | None, agent_id: str) -> AgentResponseUpdate:
-    return AgentResponseUpdate(
+    return build_agent_update(
         message.role,
         message.contents,
         author_name=message.author_name,

@@ -34,6 +34,8 @@ RunOptions = Mapping[str, Any]
 
 async def maybe_await(value: T | Awaitable[T]) -> T:
     """Await ``value`` when it is awaitable (user callbacks may be sync or async)."""
+    if value is None or value is True or value is False:  # the usual sync answers, fast
+        return value
     if inspect.isawaitable(value):
         return await value
     return value
@@ -114,8 +116,9 @@ class ResponseStream(AsyncIterator[AgentResponseUpdate]):
 
     async def get_final_response(self) -> AgentResponse:
         """Drain the stream and return the run's response."""
-        async for _ in self:
-            pass
+        if not self._done:  # (a drained stream would only raise StopAsyncIteration again)
+            async for _ in self:
+                pass
         if self._final is not None:
             return self._final
         return AgentResponse.from_updates(self._updates)

@@ -43,6 +43,9 @@ HISTORY_STORES: tuple[HistoryStoreKind, ...] = (
 SESSION_FORMAT = "loopsim.session"
 
 
+_new_view = object.__new__
+
+
 class MessageView(Sequence[Message]):
     """A read-only view of the first ``stop`` items of ``base`` followed by ``tail``.
 
@@ -56,6 +59,19 @@ class MessageView(Sequence[Message]):
         self._base = base
         self._stop = stop
         self._tail = tuple(tail)
+
+    def followed_by(self, tail: tuple[Message, ...]) -> MessageView:
+        """This view's items (not its own tail, which must be empty) followed by ``tail``.
+
+        One level of view, not a view of a view: items are read as fast as from this one.
+        """
+        if self._tail:
+            return MessageView(self, len(self), tail)
+        view = _new_view(MessageView)
+        view._base = self._base
+        view._stop = self._stop
+        view._tail = tail
+        return view
 
     def __len__(self) -> int:
         return self._stop + len(self._tail)

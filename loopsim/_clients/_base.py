@@ -14,6 +14,8 @@ from .._messages import (
     Message,
     TextContent,
     UsageContent,
+    build_chat_update,
+    text_content,
 )
 
 __all__ = ["FakeChatClient", "split_into_updates"]
@@ -31,20 +33,22 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
     ``ChatResponse.from_updates`` gives back the same messages.
     """
     updates: list[ChatResponseUpdate] = []
+    response_id = response.response_id
     for message in response.messages:
+        role, author_name, message_id = message.role, message.author_name, message.message_id
         for content in message.contents:
             pieces = (
-                [TextContent(text=t) for t in _CHUNK.findall(content.text)] or [content]
+                [text_content(t) for t in _CHUNK.findall(content.text)] or [content]
                 if isinstance(content, TextContent)
                 else [content]
             )
             updates.extend(
-                ChatResponseUpdate(
-                    message.role,
-                    [piece],
-                    author_name=message.author_name,
-                    message_id=message.message_id,
-                    response_id=response.response_id,
+                build_chat_update(
+                    role,
+                    (piece,),
+                    author_name=author_name,
+                    message_id=message_id,
+                    response_id=response_id,
                 )
                 for piece in pieces
             )
@@ -53,7 +57,7 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
             ChatResponseUpdate(
                 "assistant",
                 [UsageContent(usage=response.usage)],
-                response_id=response.response_id,
+                response_id=response_id,
             )
         )
     return updates
@@ -91,8 +95,12 @@ class FakeChatClient:
 
 def _stamp_ids(response: ChatResponse) -> ChatResponse:
     """Give the response and each of its messages a deterministic id where they lack one."""
-    if response.response_id is not None and all(m.message_id for m in response.messages):
-        return response
+    if response.response_id is not None:
+        for message in response.messages:
+            if not message.message_id:
+                break
+        else:
+            return response
     messages = [
         m if m.message_id else m.model_copy(update={"message_id": _trace.next_id("msg")})
         for m in response.messages

@@ -10,7 +10,14 @@ import anyio
 
 from .. import _trace
 from .._errors import ScriptExhaustedError
-from .._messages import ChatRequest, ChatResponse, Message, Usage
+from .._messages import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Usage,
+    build_chat_response,
+    text_message,
+)
 from ._base import FakeChatClient, split_into_updates
 
 __all__ = ["ScriptItem", "ScriptedChatClient", "Turn", "split_into_updates"]
@@ -61,8 +68,8 @@ def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
     if isinstance(item, str):
         # Ids drawn here in the order _stamp_ids would draw them (message, then response),
         # which saves copying the message to stamp it.
-        message = Message("assistant", item, message_id=_trace.next_id("msg"))
-        response = ChatResponse([message], response_id=_trace.next_id("resp"))
+        message = text_message("assistant", item, None, _trace.next_id("msg"))
+        response = build_chat_response([message], response_id=_trace.next_id("resp"))
     elif isinstance(item, Message):
         response = ChatResponse(item)
     else:

@@ -20,6 +20,7 @@ from .._messages import (
     Message,
     MessagesInput,
     normalize_messages,
+    text_message,
 )
 from ._engine import LoopPolicy, LoopRun, NextInput, drive, drive_stream
 from ._evaluation import FeedbackView, LoopContext, LoopEvaluation, LoopEvaluator
@@ -313,9 +314,6 @@ class _EvaluatorPolicy(LoopPolicy):
         return NextInput(messages, [] if agent.exclude_on_behalf_of_messages else surfaced)
 
     def _authored(self, text: str) -> Message:
-        return Message(
-            "user",
-            text,
-            author_name=self.agent.on_behalf_of_author_name,
-            message_id=_trace.next_id("msg"),
+        return text_message(
+            "user", text, self.agent.on_behalf_of_author_name, _trace.next_id("msg")
         )

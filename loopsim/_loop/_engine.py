@@ -32,6 +32,7 @@ from .._messages import (
     FunctionApprovalRequestContent,
     Message,
     Usage,
+    build_agent_update,
 )
 
 __all__ = [
@@ -218,7 +219,7 @@ async def drive(
 
 def surfaced_update(message: Message, response_id: str | None) -> AgentResponseUpdate:
     """A surfaced message as a streaming update (no agent id: the loop made it)."""
-    return AgentResponseUpdate(
+    return build_agent_update(
         message.role,
         message.contents,
         author_name=message.author_name,
@@ -230,12 +231,15 @@ def surfaced_update(message: Message, response_id: str | None) -> AgentResponseU
 async def drive_stream(
     run: LoopRun,
     invoke: Callable[[list[Message], Any], Awaitable[AsyncIterator[AgentResponseUpdate]]],
-) -> AsyncGenerator[AgentResponseUpdate, None]:
+    *,
+    yield_last_response: bool = False,
+) -> AsyncGenerator[AgentResponseUpdate | AgentResponse, None]:
     """Run the loop streaming: re-yield every iteration's updates and the surfaced ones.
 
     The inner stream of each iteration is always closed. An iteration's response is the
     inner stream's final response when it is a :class:`ResponseStream`, else its updates
-    merged.
+    merged. With ``yield_last_response``, the last iteration's response comes last, after
+    the loop has stopped and reported it (what a :class:`ResponseStream` takes as final).
     """
     try:
         await run.policy.start(run)
@@ -244,19 +248,23 @@ async def drive_stream(
             lazy = run.policy.lazy_surface
             pending: Sequence[Message] = run.surfaced if lazy else ()
             stream = await invoke(run.messages, run.session)
-            collected: list[AgentResponseUpdate] = []
+            # A ResponseStream keeps its own updates and final response: collect only
+            # for other iterators, whose updates are merged here.
+            final_source = stream if isinstance(stream, ResponseStream) else None
+            collected: list[AgentResponseUpdate] | None = [] if final_source is None else None
             try:
                 async for update in stream:
                     if pending:
                         for message in pending:
                             yield surfaced_update(message, update.response_id)
                         pending = ()
-                    collected.append(update)
+                    if collected is not None:
+                        collected.append(update)
                     yield update
-                if isinstance(stream, ResponseStream):
-                    response = await stream.get_final_response()
+                if final_source is not None:
+                    response = await final_source.get_final_response()
                 else:
-                    response = AgentResponse.from_updates(collected)
+                    response = AgentResponse.from_updates(collected or ())
             finally:
                 await close_quietly(stream)
             if pending:  # the iteration yielded nothing: flush with a fresh response id
@@ -267,7 +275,7 @@ async def drive_stream(
                 break
             if not lazy:
                 for message in run.surfaced:
-                    yield AgentResponseUpdate(
+                    yield build_agent_update(
                         message.role,
                         message.contents,
                         author_name=message.author_name,
@@ -279,3 +287,5 @@ async def drive_stream(
     finally:
         if run.stop_reason is not None:
             run._report_stop()
+    if yield_last_response and run.last_response is not None:
+        yield run.last_response

@@ -8,7 +8,6 @@ differ, as in upstream's Python package.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
 from typing import Any, ClassVar
 
 from .. import _trace
@@ -117,7 +116,24 @@ class AgentLoopMiddleware(AgentMiddleware):
             collect_transcript=not context.stream and not self.return_final_only,
         )
         if context.stream:
-            context.result = ResponseStream(_stream(run, context, call_next))
+
+            async def invoke_stream(
+                messages: list[Message],
+                session: Any,  # noqa: ARG001 - the session is context.session
+            ) -> AsyncIterator[AgentResponseUpdate]:
+                context.messages = messages
+                await call_next()
+                result = context.result
+                if not isinstance(result, ResponseStream):
+                    got = type(result).__name__
+                    msg = f"AgentLoopMiddleware expected a ResponseStream, got {got}"
+                    raise TypeError(msg)
+                return result
+
+            # Upstream's streaming final response is the last iteration's, not an aggregate.
+            context.result = ResponseStream(
+                drive_stream(run, invoke_stream, yield_last_response=True)
+            )
             return
 
         async def invoke(messages: list[Message], session: Any) -> AgentResponse:  # noqa: ARG001 - the session is context.session
@@ -136,26 +152,6 @@ class AgentLoopMiddleware(AgentMiddleware):
             context.result = last.model_copy(
                 update={"messages": run.transcript, "usage": run.usage}
             )
-
-
-async def _stream(
-    run: LoopRun, context: AgentRunContext, call_next: CallNext
-) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
-    async def invoke(messages: list[Message], session: Any) -> AsyncIterator[AgentResponseUpdate]:  # noqa: ARG001 - the session is context.session
-        context.messages = messages
-        await call_next()
-        result = context.result
-        if not isinstance(result, ResponseStream):
-            msg = f"AgentLoopMiddleware expected a ResponseStream, got {type(result).__name__}"
-            raise TypeError(msg)
-        return result
-
-    async with aclosing(drive_stream(run, invoke)) as updates:
-        async for update in updates:
-            yield update
-    if run.last_response is not None:
-        # Upstream's streaming final response is the last iteration's, not an aggregate.
-        yield run.last_response
 
 
 def _callable_name(fn: Any) -> str:
@@ -214,15 +210,16 @@ class _PredicatePolicy(LoopPolicy):
                 feedback = None if verdict[1] is None else str(verdict[1])
             else:
                 stop = not bool(verdict)
-            _trace.emit(
-                "evaluator_decision",
-                loop=run.loop,
-                iteration=run.iteration,
-                index=0,
-                evaluator=_callable_name(mw.should_continue),
-                decision="stop" if stop else "continue",
-                feedback=feedback,
-            )
+            if _trace.observed():  # the evaluator's name is only worth finding for a listener
+                _trace.emit(
+                    "evaluator_decision",
+                    loop=run.loop,
+                    iteration=run.iteration,
+                    index=0,
+                    evaluator=_callable_name(mw.should_continue),
+                    decision="stop" if stop else "continue",
+                    feedback=feedback,
+                )
         if mw.record_feedback is not None:
             entry = await maybe_await(mw.record_feedback(**self._kwargs(run, feedback)))
         else:
