@@ -48,6 +48,7 @@ from ._clients import Turn as Turn
 from ._clock import VirtualClock as VirtualClock
 from ._clock import simulate as simulate
 from ._errors import LoopsimError as LoopsimError
+from ._errors import ReplayedModelError as ReplayedModelError
 from ._errors import ReplayMismatchError as ReplayMismatchError
 from ._errors import ScenarioError as ScenarioError
 from ._errors import ScriptExhaustedError as ScriptExhaustedError
@@ -159,6 +160,7 @@ __all__ = [
     "ReplayChatClient",
     "ReplayDriftWarning",
     "ReplayMismatchError",
+    "ReplayedModelError",
     "ResponseStream",
     "Scenario",
     "ScenarioError",

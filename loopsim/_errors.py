@@ -7,6 +7,7 @@ LoopsimError(Exception)
 │   ├── ScriptExhaustedError                       client, turn, last request
 │   └── SimulationDeadlock                         what each task waits on
 ├── ReplayMismatchError(LoopsimError, AssertionError)  first divergent event, both sides
+├── ReplayedModelError(LoopsimError, RuntimeError)  a recorded model failure, raised again
 └── TranscriptError(LoopsimError, ValueError)      unreadable / wrong version
 ```
 
@@ -24,6 +25,7 @@ from typing import Any
 __all__ = [
     "LoopsimError",
     "ReplayMismatchError",
+    "ReplayedModelError",
     "ScenarioError",
     "ScriptExhaustedError",
     "SimulationDeadlock",
@@ -198,6 +200,22 @@ class ReplayMismatchError(LoopsimError, AssertionError):
             f"replay of agent {agent!r} diverged at {where}:\n"
             f"  recorded: {expected}\n  live:     {actual}"
         )
+
+
+class ReplayedModelError(LoopsimError, RuntimeError):
+    """A model call that failed in the recording, failing again in a replay.
+
+    ``ReplayChatClient`` raises a subclass named like the recorded exception, with the
+    recorded message as its text, so whatever reported the original failure (a failed
+    background task's error text, a ``model_error`` event) reports it the same way.
+
+    Attributes:
+        recorded_type: the class name of the recorded exception.
+    """
+
+    def __init__(self, message: str, *, recorded_type: str) -> None:
+        self.recorded_type = recorded_type
+        super().__init__(message)
 
 
 class TranscriptError(LoopsimError, ValueError):

@@ -21,7 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ScenarioError, TranscriptError
+from ._clients import ReplayChatClient
+from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
 from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
@@ -325,7 +326,8 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 
 def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     """``loopsim replay TRANSCRIPT --scenario FILE``: re-run the scenario with the recorded
-    seed and backend and compare (0 identical, 1 diverged, 2 unreadable or invalid files)."""
+    seed and backend, every agent's model answering from the recording, and compare
+    (0 identical, 1 diverged, 2 unreadable or invalid files)."""
     scenario_file = getattr(args, "scenario", None)
     if scenario_file is None:
         return replay(args)
@@ -343,8 +345,17 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
         return EXIT_USAGE
 
     def rerun(recorded: Transcript) -> Transcript:
+        # Each agent's model answers from the recording (strict): a request that differs
+        # from the recorded one is the divergence, reported at its event.
         backend = recorded.backend if recorded.backend in BACKENDS else None
-        result = run_scenario(loaded, seed=recorded.seed, backend=backend)
+        result = run_scenario(
+            loaded,
+            seed=recorded.seed,
+            backend=backend,
+            models=lambda name, _client: ReplayChatClient(recorded, name),
+        )
+        if isinstance(result.error, ReplayMismatchError):
+            raise result.error
         if result.transcript is None:  # pragma: no cover - the transcript layer is present
             msg = "the scenario runner recorded no transcript"
             raise TranscriptError(msg)

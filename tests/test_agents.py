@@ -282,11 +282,41 @@ def test_constructor_misuse_names_the_argument() -> None:
         loopsim.AgentSession(history_store="disk")  # type: ignore[arg-type]
 
 
-def test_tool_rounds_are_capped() -> None:
-    client = ScriptedChatClient([call("add", call_id=f"c{i}", a=1, b=1) for i in range(3)])
-    response = run(Agent(client, tools=[add], max_tool_rounds=3), "loop forever")
-    assert len(client.requests) == 3
-    assert [m.role for m in response.messages][-1] == "tool"
+def test_past_the_tool_round_limit_one_last_request_offers_no_tools(backend: str) -> None:
+    # Upstream: after max rounds, a final request without tools; calls it still makes
+    # are dropped and, when nothing visible is left, a fallback text says why.
+    insisting = ScriptedChatClient([call("add", call_id=f"c{i}", a=1, b=1) for i in range(4)])
+    response = run(Agent(insisting, tools=[add], max_tool_rounds=3), "loop forever", backend)
+    assert len(insisting.requests) == 4
+    assert [r.options.tool_names for r in insisting.requests] == [["add"]] * 3 + [[]]
+    assert response.messages[-1].role == "assistant"
+    assert "limit of 3 model turns with tool calls" in response.text
+    assert "function_call" not in {c.type for c in response.messages[-1].contents}
+
+    giving_up = ScriptedChatClient(
+        [*(call("add", call_id=f"c{i}", a=1, b=1) for i in range(2)), "here is what I have"]
+    )
+    answer = run(Agent(giving_up, tools=[add], max_tool_rounds=2), "loop", backend)
+    assert answer.messages[-1].text == "here is what I have"
+    assert giving_up.requests[-1].options.tool_names == []
+
+
+@pytest.mark.parametrize("with_tool_call", [False, True], ids=["first-turn", "after-a-tool"])
+def test_a_failed_model_call_is_reported_as_an_event(backend: str, with_tool_call: bool) -> None:
+    script: list[Any] = [call("add", a=1, b=1)] if with_tool_call else []
+    client = ScriptedChatClient([*script, ConnectionError("model overloaded")])
+    agent = Agent(client, name="flaky", tools=[add])
+    events: list[Any] = []
+
+    async def main() -> None:
+        loopsim._trace.current().subscribe(events.append)
+        await agent.run("go")
+
+    with pytest.raises(ConnectionError, match="model overloaded"):
+        loopsim.simulate(main, backend=backend)
+    (error,) = [e for e in events if e.kind == "model_error"]
+    assert error.data["agent"] == "flaky"
+    assert (error.data["error"], error.data["message"]) == ("ConnectionError", "model overloaded")
 
 
 class Echo(loopsim.BaseAgent):

@@ -155,6 +155,29 @@ def test_replay_same_scenario_is_identical(
 def test_replay_modified_scenario_prints_first_divergence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The models answer from the recording, so what can diverge is the loop around them:
+    # here the completion marker changes and the loop stops one iteration early.
+    original = SCENARIOS / "completion_marker.loopsim.yaml"
+    recorded = _record(original, tmp_path)
+    changed = tmp_path / "completion_marker.loopsim.yaml"
+    changed.write_text(
+        original.read_text(encoding="utf-8").replace(
+            "- completion_marker: DONE", "- completion_marker: draft"
+        ),
+        encoding="utf-8",
+    )
+    assert main(["replay", str(recorded), "--scenario", str(changed)]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert out.startswith("first divergence at event ")
+    assert "evaluator_decision" in out
+    assert "continue" in out
+    assert "stop" in out
+
+
+def test_replay_feeds_recorded_model_turns_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A changed script does not matter: the recording answers in the models' place.
     original = SCENARIOS / "completion_marker.loopsim.yaml"
     recorded = _record(original, tmp_path)
     changed = tmp_path / "completion_marker.loopsim.yaml"
@@ -162,12 +185,8 @@ def test_replay_modified_scenario_prints_first_divergence(
         original.read_text(encoding="utf-8").replace("a first draft", "a rough draft"),
         encoding="utf-8",
     )
-    assert main(["replay", str(recorded), "--scenario", str(changed)]) == EXIT_FAILED
-    out = capsys.readouterr().out
-    assert out.startswith("first divergence at event 4:")
-    assert "- t=   20.000  model_response" in out
-    assert '"a first draft"' in out
-    assert '"a rough draft"' in out
+    assert main(["replay", str(recorded), "--scenario", str(changed)]) == EXIT_OK
+    assert capsys.readouterr().out == "identical\n"
 
 
 def test_replay_needs_a_valid_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,3 +103,28 @@ def test_timeline_marks_unfinished_and_failed_tasks() -> None:
         "    task 2 failed - d x : crit, 1.5, 2.25",
         "    task 3 running - d x : active, 10, 10",
     ]
+
+
+def test_a_failed_model_call_is_drawn() -> None:
+    transcript = loopsim.Transcript(
+        events=[
+            loopsim.TranscriptEvent(
+                seq=1,
+                time=4.0,
+                kind="model_error",
+                data={
+                    "agent": "flaky",
+                    "session": "session-0002",
+                    "error": "ConnectionError",
+                    "message": "model overloaded",
+                },
+            )
+        ]
+    )
+    assert (
+        'model_error           flaky  session-0002  ConnectionError: "model overloaded"'
+        in loopsim.render_text(transcript)
+    )
+    assert 'Note over A1: t=4 ConnectionError "model overloaded"' in loopsim.render_mermaid(
+        transcript
+    )

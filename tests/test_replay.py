@@ -210,10 +210,39 @@ def test_recording_client_records_failures_and_can_emit(backend: str) -> None:
     with pytest.raises(RuntimeError, match="model down"):
         loopsim.simulate(main, backend=backend, trace=recorder.trace)
     assert recording.turns[0].error == "RuntimeError: model down"
-    assert [e.kind for e in recorder.transcript.events] == ["model_request"]
+    assert [e.kind for e in recorder.transcript.events] == ["model_request", "model_error"]
+    assert [e.kind for e in loopsim.Transcript.from_turns(recording.turns).events] == [
+        "model_request",
+        "model_error",
+    ]
+    # The replay fails the same way: an error named like the recorded one, same text.
     replay = ReplayChatClient(recorder.transcript, "solo")
-    with pytest.raises(loopsim.SimulationError, match="no recorded response"):
+    with pytest.raises(loopsim.ReplayedModelError, match=r"^model down$") as info:
         loopsim.simulate(replay.get_response, [Message.user("hi")], backend=backend)
+    assert type(info.value).__name__ == "RuntimeError"
+    assert info.value.recorded_type == "RuntimeError"
+
+
+def test_a_call_still_pending_when_the_recording_ended_stays_pending(backend: str) -> None:
+    recorder = loopsim.Recorder()
+    slow = Agent(ScriptedChatClient([loopsim.Turn("late", delay=1000)]), name="slow")
+
+    async def main() -> str:
+        with anyio.move_on_after(60):
+            await slow.run("go")
+        return "gave up"
+
+    assert loopsim.simulate(main, backend=backend, trace=recorder.trace) == "gave up"
+    replay = Agent(ReplayChatClient(recorder.transcript, "slow"), name="slow")
+
+    async def again() -> str:
+        with anyio.move_on_after(60):
+            await replay.run("go")
+        return "gave up"
+
+    clock = loopsim.VirtualClock()
+    assert clock.run(again, backend=backend) == "gave up"
+    assert clock.elapsed == 60
 
 
 def test_the_loop_with_background_agents_replays_identically(

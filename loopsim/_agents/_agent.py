@@ -25,6 +25,7 @@ from .._messages import (
     build_agent_response,
     build_agent_update,
     normalize_messages,
+    text_message,
 )
 from ._base import BaseAgent, ResponseStream, RunOptions
 from ._session import AgentSession, HistoryStoreKind, MessageView
@@ -317,7 +318,10 @@ class Agent(BaseAgent):
         await state.begin(options)
         client = self.client
         chat_options = state.chat_options
-        for round_number in range(1, self.max_tool_rounds + 1):
+        for round_number in range(1, self.max_tool_rounds + 2):
+            final = round_number > self.max_tool_rounds
+            if final:  # upstream: past the limit, one last request offering no tools
+                chat_options = state.without_tools()
             request = state.request()
             try:
                 chat_response = await client.get_response(request, options=chat_options)
@@ -325,6 +329,9 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            if final:
+                state.finish_without_tools(chat_response)
+                break
             if not calls:
                 state.produced.extend(chat_response.messages)
                 break
@@ -348,7 +355,10 @@ class Agent(BaseAgent):
             yield _to_update(answered, None, agent_id)
         client = self.client
         chat_options = state.chat_options
-        for round_number in range(1, self.max_tool_rounds + 1):
+        for round_number in range(1, self.max_tool_rounds + 2):
+            final = round_number > self.max_tool_rounds
+            if final:  # upstream: past the limit, one last request offering no tools
+                chat_options = state.without_tools()
             request = state.request()
             try:
                 held: list[ChatResponseUpdate] = []
@@ -367,6 +377,11 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            if final:  # held calls are dropped, never run; a fallback text may be added
+                fallback = state.finish_without_tools(chat_response)
+                if fallback is not None:
+                    yield _to_update(fallback, state.response_id, agent_id)
+                break
             if not calls:
                 state.produced.extend(chat_response.messages)
                 break
@@ -557,11 +572,50 @@ class _RunState:
         return request
 
     def failed(self, exc: BaseException, round_number: int) -> None:
+        """Report a failed model call (replays raise it again) and say where it happened."""
+        _trace.emit(
+            "model_error",
+            agent=self.agent._label,
+            session=self.session.session_id,
+            error=type(exc).__name__,
+            message=str(exc),
+        )
         _note(
             exc,
             f"while agent {self.agent._label!r} (session {self.session.session_id}) "
             f"waited for model turn {round_number} of this run",
         )
+
+    def without_tools(self) -> ChatOptions:
+        """This run's options with no tools offered (for the request past the limit)."""
+        options = self.chat_options
+        self.chat_options = ChatOptions(
+            instructions=options.instructions,
+            tools=[],
+            response_format=options.response_format,
+            additional_properties=options.additional_properties,
+        )
+        return self.chat_options
+
+    def finish_without_tools(self, chat_response: ChatResponse) -> Message | None:
+        """Keep the answer past the tool-round limit minus any tool calls (they cannot run);
+        when nothing visible is left, add a fallback text saying why. Returns that text."""
+        visible = False
+        for message in chat_response.messages:
+            kept = [c for c in message.contents if not isinstance(c, FunctionCallContent)]
+            if kept:
+                self.produced.append(message.model_copy(update={"contents": kept}))
+                visible = True
+        if visible:
+            return None
+        fallback = text_message(
+            "assistant",
+            f"Stopped: the limit of {self.agent.max_tool_rounds} model turns with tool "
+            "calls in one run was reached.",
+            message_id=_trace.next_id("msg"),
+        )
+        self.produced.append(fallback)
+        return fallback
 
     def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
         """Report and account for a model answer; returns the tool calls it asks for."""

@@ -116,7 +116,7 @@ class RecordingChatClient:
     Each request (messages, offered tool names) and its response (messages, usage) lands
     in :attr:`turns`, streaming ones too (the updates are passed through as they arrive
     and merged for the record). With ``emit=True`` the turns are also reported to the
-    current trace as ``model_request``/``model_response`` events, for clients used
+    current trace as ``model_request``/``model_response``/``model_error`` events, for clients used
     outside :class:`~loopsim.Agent` (an Agent already reports its own turns, so the
     default is not to report them twice).
 
@@ -203,6 +203,18 @@ class RecordingChatClient:
                 response_id=response.response_id,
             )
 
+    def _fail(self, turn: RecordedTurn, exc: Exception) -> None:
+        turn.error = f"{type(exc).__name__}: {exc}"
+        turn.response_time = _now()
+        if self.emit:
+            _trace.emit(
+                "model_error",
+                agent=turn.agent,
+                session=turn.session,
+                error=type(exc).__name__,
+                message=str(exc),
+            )
+
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> ChatResponse:
@@ -212,8 +224,7 @@ class RecordingChatClient:
         try:
             response = await self.inner.get_response(messages, options=options)
         except Exception as exc:
-            turn.error = f"{type(exc).__name__}: {exc}"
-            turn.response_time = _now()
+            self._fail(turn, exc)
             raise
         self._finish(turn, response)
         return response
@@ -230,8 +241,7 @@ class RecordingChatClient:
                 updates.append(update)
                 yield update
         except Exception as exc:
-            turn.error = f"{type(exc).__name__}: {exc}"
-            turn.response_time = _now()
+            self._fail(turn, exc)
             raise
         self._finish(turn, ChatResponse.from_updates(updates))
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from .. import _trace
-from .._errors import ReplayMismatchError, SimulationError
+from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
 from ._recording import RecordedTurn, dump_message, message_summary
@@ -64,7 +64,7 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
     turns: list[RecordedTurn] = []
     open_turns: dict[str | None, list[RecordedTurn]] = {}
     for index, event in enumerate(events):
-        if event.kind not in ("model_request", "model_response"):
+        if event.kind not in ("model_request", "model_response", "model_error"):
             continue
         data = event.data
         if data.get("agent") != agent:
@@ -81,7 +81,12 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
             )
             turns.append(turn)
             open_turns.setdefault(session, []).append(turn)
-        elif open_turns.get(session):
+        elif event.kind == "model_error" and open_turns.get(session):
+            turn = open_turns[session].pop(0)
+            turn.error = f"{data.get('error') or 'Exception'}: {data.get('message') or ''}"
+            turn.response_time = float(event.time)
+            turn.response_index = index
+        elif event.kind == "model_response" and open_turns.get(session):
             turn = open_turns[session].pop(0)
             turn.response = list(data.get("messages") or ())
             turn.usage = data.get("usage")
@@ -253,17 +258,29 @@ class ReplayChatClient(FakeChatClient):
                 stacklevel=2,
             )
         self._played.add(id(turn))
-        if turn.response is None:
-            raise SimulationError(
-                f"the recorded request of agent {self.agent_name!r} at event "
-                f"{turn.event_index} has no recorded response (the original model call "
-                f"failed{': ' + turn.error if turn.error else ''})"
-            )
+        if turn.response is None and turn.error is None:
+            # The recording ended while this call was still waiting for the model: in
+            # the replay it waits too (until the run ends or cancels it).
+            await anyio.sleep_forever()
         if self.replay_timing and turn.response_time is not None:
             delay = turn.response_time - turn.request_time
             if delay > 0:
                 await anyio.sleep(delay)
+        if turn.error is not None:
+            raise _replayed_error(turn.error)
         return _response_of(turn)
+
+
+def _replayed_error(recorded: str) -> ReplayedModelError:
+    """The recorded failure again: a ReplayedModelError named like the original class."""
+    name, _, message = recorded.partition(": ")
+    cls = _ERROR_CLASSES.get(name)
+    if cls is None:
+        cls = _ERROR_CLASSES[name] = type(name, (ReplayedModelError,), {})
+    return cls(message, recorded_type=name)
+
+
+_ERROR_CLASSES: dict[str, type[ReplayedModelError]] = {}
 
 
 def _response_of(turn: RecordedTurn) -> ChatResponse:

@@ -19,7 +19,7 @@ import anyio
 
 from .. import _trace
 from .._agents import Agent, FunctionTool
-from .._clients import ScriptedChatClient, Turn
+from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._clock import VirtualClock
 from .._errors import SimulationError
 from .._messages import (
@@ -57,7 +57,10 @@ from ._schema import (
 if TYPE_CHECKING:
     from .._background._ties import TieBreaker
 
-__all__ = ["Failure", "ScenarioResult", "ScriptedFailure", "run_scenario"]
+__all__ = ["Failure", "ModelOverride", "ScenarioResult", "ScriptedFailure", "run_scenario"]
+
+#: ``models(agent_name, scenario_client) -> client``: what each agent's model really is.
+ModelOverride = Callable[[str, ChatClient], ChatClient]
 
 
 class ScriptedFailure(Exception):  # noqa: N818 - it is what the script says: a failure
@@ -281,7 +284,7 @@ class _World:
     """Everything one scenario run builds. Chat clients are "remote models": they survive
     a simulated process restart; agents, provider and loop are rebuilt."""
 
-    def __init__(self, loaded: LoadedScenario) -> None:
+    def __init__(self, loaded: LoadedScenario, models: ModelOverride | None = None) -> None:
         self.loaded = loaded
         scenario = loaded.scenario
         self.scenario = scenario
@@ -298,6 +301,8 @@ class _World:
                     self.clients[name] = coordinator_client(
                         name, chosen, scenario.parent.background_agents
                     )
+        if models is not None:
+            self.clients = {name: models(name, client) for name, client in self.clients.items()}
         self.judges: list[ScriptedChatClient] = []
         self.decisions: list[_Decisions] = []
         self.evaluator_specs = [] if scenario.loop is None else scenario.loop.evaluators
@@ -471,6 +476,14 @@ class _World:
             for name, client in self.clients.items()
             if isinstance(client, ScriptedChatClient) and client.remaining
         ]
+        out.extend(
+            (
+                ("agents", name),
+                f"{len(client.unplayed)} recorded turn(s) of {name} were never replayed",
+            )
+            for name, client in self.clients.items()
+            if isinstance(client, ReplayChatClient) and client.unplayed
+        )
         index = 0
         for position, evaluator in enumerate(self.evaluator_specs):
             chosen = evaluator.chosen
@@ -624,6 +637,7 @@ def run_scenario(
     update_snapshots: bool = False,
     blocks: Sequence[str] | None = None,
     tie_breaker: TieBreaker | None = None,
+    models: ModelOverride | None = None,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -635,6 +649,9 @@ def run_scenario(
             ``always``; a ``vary:`` draw checks ``always`` only).
         tie_breaker: decides same-instant ties of background tasks once the scenario's
             ``ties:`` list is used up (default: the simulation's seeded rng).
+        models: ``models(agent_name, scenario_client)`` returns the chat client that
+            agent talks to instead, e.g. a :class:`~loopsim.ReplayChatClient` to feed a
+            recording back (``loopsim replay``) or a recording wrapper.
     """
     from .._background._ties import TIE_BREAKER  # noqa: PLC0415 - keep imports light
     from .._invariants import check_invariants  # noqa: PLC0415
@@ -651,7 +668,7 @@ def run_scenario(
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
     events: list[Event] = []
     unsubscribe = trace.subscribe(events.append)
-    world = _World(loaded)
+    world = _World(loaded, models)
     outcome = _Outcome()
     clock = VirtualClock(seed=seed, wall_clock=False)
     try:

@@ -166,7 +166,8 @@ class Transcript(BaseModel):
         """A transcript of recorded model turns (from a :class:`~loopsim.RecordingChatClient`).
 
         Each turn becomes a ``model_request`` event and, when it got an answer, a
-        ``model_response`` event; events are ordered by virtual time, stably.
+        ``model_response`` event (a ``model_error`` event when the call raised); events
+        are ordered by virtual time, stably.
         """
         timed: list[tuple[float, int, str, dict[str, Any]]] = []
         for order, turn in enumerate(turns):
@@ -191,6 +192,16 @@ class Transcript(BaseModel):
                             "usage": turn.usage,
                             "response_id": turn.response_id,
                         },
+                    )
+                )
+            elif turn.error is not None:
+                error, _, message = turn.error.partition(": ")
+                timed.append(
+                    (
+                        turn.response_time if turn.response_time is not None else turn.request_time,
+                        2 * order + 1,
+                        "model_error",
+                        {**base, "error": error, "message": message},
                     )
                 )
         timed.sort(key=lambda item: (item[0], item[1]))

@@ -88,6 +88,8 @@ def describe_event(
         messages = d.get("messages") or ()
         text = " | ".join(_clip(message_summary(m), max_text) for m in messages) or "<empty>"
         return f"{who}  {text}{_usage(d.get('usage'))}"
+    if kind == "model_error":
+        return f"{who}  {d.get('error')}: {_clip(_j(d.get('message')), max_text)}"
     if kind == "tool_call":
         return f"{who}  {d.get('name')}({_j(d.get('arguments', {}))}) #{d.get('call_id')}"
     if kind == "tool_result":
@@ -199,6 +201,7 @@ _AGENT_KINDS = frozenset(
     {
         "model_request",
         "model_response",
+        "model_error",
         "session_created",
         "session_restored",
         "tool_call",
@@ -297,6 +300,11 @@ def render_mermaid(transcript: Transcript) -> str:
                     if c.get("type") == "text"
                 )
                 lines.append(f"    Note over {pid('agent', d.get('agent'))}: {_m(t + _j(text))}")
+        elif kind == "model_error":
+            agent = pid("agent", d.get("agent"))
+            lines.append(
+                f"    Note over {agent}: {_m(t + str(d.get('error')) + ' ' + _j(d.get('message')))}"
+            )
         elif kind == "task_status":
             child = pid("agent", d.get("agent"))
             owner = cast.session_owner.get(str(d.get("session")))
