@@ -665,3 +665,29 @@ def test_trio_tasks_that_exited_are_not_kept_alive() -> None:
         return sum(1 for o in gc.get_objects() if isinstance(o, trio.lowlevel.Task))
 
     assert simulate(main, backend="trio") < 20
+
+
+def test_a_finished_asyncio_run_is_freed_without_the_cycle_collector() -> None:
+    # The session must not keep the user's function (and all it reaches) after the run:
+    # otherwise every simulation lingers as cyclic garbage and full collections land in
+    # later runs. (trio's own runner keeps cycles; the collector frees those.)
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    payload = Payload()
+    ref = weakref.ref(payload)
+
+    async def main(kept: Payload = payload) -> int:
+        return 1
+
+    gc.collect()
+    gc.disable()
+    try:
+        simulate(main, backend="asyncio", wall_clock=False)
+        del payload, main
+        assert ref() is None
+    finally:
+        gc.enable()

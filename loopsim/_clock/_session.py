@@ -110,8 +110,12 @@ class Session(Generic[T]):
         self.on_start()
         with anyio.CancelScope() as scope:
             self.root_scope = scope
+            # Drop our references before running: a finished run must not stay reachable
+            # from the session (it would keep the whole simulation alive as garbage).
+            async_fn, args = self.async_fn, self.args
+            del self.async_fn, self.args
             try:
-                result = await self.async_fn(*self.args)
+                result = await async_fn(*args)
             except BaseException as exc:
                 if self.deadlock is None:
                     raise
