@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -189,7 +190,13 @@ def upstream_once(n: int, *, stream: bool, history: bool) -> float:
 
 
 def _median(fn: Callable[[], float], repeat: int) -> float:
-    return statistics.median(fn() for _ in range(repeat))
+    # Collect before each run, on both sides alike: garbage a previous run left (its own or
+    # the other side's) must not be collected inside the timed region of the next one.
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        times.append(fn())
+    return statistics.median(times)
 
 
 def run(
