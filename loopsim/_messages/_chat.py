@@ -1,257 +1,47 @@
-"""Messages, content kinds, usage and responses.
+"""Messages, responses, streaming updates, options and requests.
 
 All are pydantic v2 models, so every one round-trips through JSON exactly
-(``Model.model_validate_json(m.model_dump_json()) == m``). Content kinds form a union
-discriminated by ``type``, as in pydantic-ai's message module.
-
-Example:
-    >>> from loopsim import Message
-    >>> m = Message.user("hello")
-    >>> m.role, m.text
-    ('user', 'hello')
-    >>> Message.model_validate_json(m.model_dump_json()) == m
-    True
+(``Model.model_validate_json(m.model_dump_json()) == m``).
 """
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    PlainValidator,
-    TypeAdapter,
+from pydantic import BaseModel, Field, TypeAdapter
+
+from ._content import (
+    CONTENT_TYPES,
+    MODEL_CONFIG,
+    Content,
+    ContentInput,
+    TextContent,
+    Usage,
+    UsageContent,
+    contents_of,
+    text_of,
 )
 
 __all__ = [
+    "MESSAGES_ADAPTER",
     "AgentResponse",
     "AgentResponseUpdate",
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
     "ChatResponseUpdate",
-    "Content",
-    "DataContent",
-    "ErrorContent",
-    "FunctionApprovalRequestContent",
-    "FunctionApprovalResponseContent",
-    "FunctionCallContent",
-    "FunctionResultContent",
     "Message",
     "MessagesInput",
-    "TextContent",
-    "UriContent",
-    "Usage",
-    "UsageContent",
+    "build_agent_response",
+    "build_agent_update",
+    "build_chat_response",
+    "build_chat_update",
     "normalize_messages",
+    "text_content",
+    "text_message",
 ]
-
-_MODEL_CONFIG = ConfigDict(extra="forbid", validate_assignment=False)
-
-
-class Usage(BaseModel):
-    """Token usage. Each counter is optional: None means "not reported".
-
-    Adding two usages adds what either reported and keeps None where neither did;
-    ``additional_counts`` (provider-specific named counters) are summed per key.
-    """
-
-    model_config = _MODEL_CONFIG
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-    cached_input_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    additional_counts: dict[str, int] | None = None
-
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        extra: dict[str, int] | None = None
-        if self.additional_counts is not None or other.additional_counts is not None:
-            extra = dict(self.additional_counts or {})
-            for key, value in (other.additional_counts or {}).items():
-                extra[key] = extra.get(key, 0) + value
-        return Usage(
-            input_tokens=_add(self.input_tokens, other.input_tokens),
-            output_tokens=_add(self.output_tokens, other.output_tokens),
-            total_tokens=_add(self.total_tokens, other.total_tokens),
-            cached_input_tokens=_add(self.cached_input_tokens, other.cached_input_tokens),
-            reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
-            additional_counts=extra,
-        )
-
-    @staticmethod
-    def total(usages: Iterable[Usage | None]) -> Usage | None:
-        """Sum of the given usages, skipping None; None when none was reported."""
-        result: Usage | None = None
-        for usage in usages:
-            if usage is not None:
-                result = usage.model_copy(deep=True) if result is None else result + usage
-        return result
-
-
-def _add(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
-class TextContent(BaseModel):
-    """Plain text."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["text"] = "text"
-    text: str
-
-
-class FunctionCallContent(BaseModel):
-    """A model's request to call the tool ``name`` with JSON-object ``arguments``."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["function_call"] = "function_call"
-    call_id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class FunctionResultContent(BaseModel):
-    """The result of a tool call, sent back to the model in a ``tool`` message."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["function_result"] = "function_result"
-    call_id: str
-    result: Any = None
-    error: str | None = None
-
-
-class FunctionApprovalRequestContent(BaseModel):
-    """A tool call that waits for a human's approval before it may run."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["function_approval_request"] = "function_approval_request"
-    id: str
-    function_call: FunctionCallContent
-
-    def create_response(self, approved: bool) -> FunctionApprovalResponseContent:
-        """The answer to this request."""
-        return FunctionApprovalResponseContent(
-            id=self.id, approved=approved, function_call=self.function_call
-        )
-
-
-class FunctionApprovalResponseContent(BaseModel):
-    """A human's answer to a :class:`FunctionApprovalRequestContent`."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["function_approval_response"] = "function_approval_response"
-    id: str
-    approved: bool
-    function_call: FunctionCallContent
-
-
-class ErrorContent(BaseModel):
-    """An error reported inside a response."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["error"] = "error"
-    message: str
-
-
-def _bytes_from_json(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return base64.b64decode(value.encode("ascii"), validate=True)
-    msg = f"expected bytes or a base64 string, got {type(value).__name__}"
-    raise TypeError(msg)
-
-
-Base64Bytes = Annotated[
-    bytes,
-    PlainValidator(_bytes_from_json),
-    PlainSerializer(
-        lambda b: base64.b64encode(b).decode("ascii"), return_type=str, when_used="json"
-    ),
-]
-
-
-class DataContent(BaseModel):
-    """Inline binary data (base64 in JSON)."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["data"] = "data"
-    data: Base64Bytes
-    media_type: str
-
-
-class UriContent(BaseModel):
-    """A reference to data by URI."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["uri"] = "uri"
-    uri: str
-    media_type: str | None = None
-
-
-class UsageContent(BaseModel):
-    """Usage reported inside a streaming update."""
-
-    model_config = _MODEL_CONFIG
-    type: Literal["usage"] = "usage"
-    usage: Usage
-
-
-Content = Annotated[
-    TextContent
-    | FunctionCallContent
-    | FunctionResultContent
-    | FunctionApprovalRequestContent
-    | FunctionApprovalResponseContent
-    | ErrorContent
-    | DataContent
-    | UriContent
-    | UsageContent,
-    Field(discriminator="type"),
-]
-
-ContentInput = Content | str
-_CONTENT_TYPES = (
-    TextContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    FunctionApprovalRequestContent,
-    FunctionApprovalResponseContent,
-    ErrorContent,
-    DataContent,
-    UriContent,
-    UsageContent,
-)
-
-
-def _contents(items: Sequence[ContentInput] | str | None) -> list[Content]:
-    if items is None:
-        return []
-    if isinstance(items, str):
-        return [TextContent(text=items)]
-    return [TextContent(text=c) if isinstance(c, str) else c for c in items]
-
-
-def _text_of(contents: Sequence[Any]) -> str:
-    if len(contents) == 1:  # the common case, without a generator
-        only = contents[0]
-        return only.text if isinstance(only, TextContent) else ""
-    return "".join([c.text for c in contents if isinstance(c, TextContent)])
-
 
 # -- building models from values that are already valid ------------------------------------
 #
@@ -291,7 +81,7 @@ def _all_messages(messages: Sequence[Any]) -> bool:
 
 def _all_contents(contents: Sequence[Any]) -> bool:
     for content in contents:  # noqa: SIM110 - a loop is cheaper than all(<genexpr>) here
-        if not isinstance(content, _CONTENT_TYPES):
+        if not isinstance(content, CONTENT_TYPES):
             return False
     return True
 
@@ -489,7 +279,7 @@ class Message(BaseModel):
     are the same message. Strings in ``contents`` become :class:`TextContent`.
     """
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     role: str
     contents: list[Content] = Field(default_factory=list)
@@ -506,7 +296,7 @@ class Message(BaseModel):
         message_id: str | None = None,
         **extra: Any,
     ) -> None:
-        items = _contents(contents)
+        items = contents_of(contents)
         if text is not None:
             items.append(TextContent(text=text))
         # **extra reaches pydantic, which rejects unknown fields (extra="forbid")
@@ -538,7 +328,7 @@ class Message(BaseModel):
     @property
     def text(self) -> str:
         """The concatenated text of the message's text contents."""
-        return _text_of(self.contents)
+        return text_of(self.contents)
 
 
 MessagesInput = str | Message | Sequence[str | Message] | None
@@ -571,7 +361,7 @@ def normalize_messages(messages: MessagesInput) -> list[Message]:
 class AgentResponse(BaseModel):
     """What an agent run returns: its messages, ids and usage."""
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     messages: list[Message] = Field(default_factory=list)
     response_id: str | None = None
@@ -707,7 +497,7 @@ class _MessageBuilder:
 class AgentResponseUpdate(BaseModel):
     """One piece of a streaming agent run."""
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     role: str = "assistant"
     contents: list[Content] = Field(default_factory=list)
@@ -729,7 +519,7 @@ class AgentResponseUpdate(BaseModel):
     ) -> None:
         super().__init__(
             role=role,
-            contents=_contents(contents),
+            contents=contents_of(contents),
             author_name=author_name,
             message_id=message_id,
             response_id=response_id,
@@ -740,13 +530,13 @@ class AgentResponseUpdate(BaseModel):
     @property
     def text(self) -> str:
         """The concatenated text of the update's text contents."""
-        return _text_of(self.contents)
+        return text_of(self.contents)
 
 
 class ChatResponse(BaseModel):
     """What a chat client returns for one request."""
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     messages: list[Message] = Field(default_factory=list)
     response_id: str | None = None
@@ -799,7 +589,7 @@ class ChatResponse(BaseModel):
 class ChatResponseUpdate(BaseModel):
     """One piece of a streaming chat response."""
 
-    model_config = _MODEL_CONFIG
+    model_config = MODEL_CONFIG
 
     role: str = "assistant"
     contents: list[Content] = Field(default_factory=list)
@@ -819,7 +609,7 @@ class ChatResponseUpdate(BaseModel):
     ) -> None:
         super().__init__(
             role=role,
-            contents=_contents(contents),
+            contents=contents_of(contents),
             author_name=author_name,
             message_id=message_id,
             response_id=response_id,
@@ -829,7 +619,7 @@ class ChatResponseUpdate(BaseModel):
     @property
     def text(self) -> str:
         """The concatenated text of the update's text contents."""
-        return _text_of(self.contents)
+        return text_of(self.contents)
 
 
 @dataclass(slots=True)
