@@ -76,3 +76,25 @@ def test_cli_help_lists_every_command() -> None:
     ).stdout
     for command in ("run", "validate", "new", "schema", "show", "replay", "check-evaluator"):
         assert re.search(rf"^\s+{command}\s", out, flags=re.MULTILINE), command
+
+
+def test_the_main_job_needs_no_test_extra() -> None:
+    # `pip install loopsim` has no syrupy: the CLI, the plugin and loopsim.testing's
+    # strategies must work without it (only the snapshot extension needs it).
+    code = (
+        "import sys; sys.modules['syrupy'] = None\n"
+        "from loopsim.cli import main\n"
+        "import loopsim.testing as t\n"
+        "assert callable(t.scenarios) and callable(t.check_evaluator)\n"
+        "try:\n"
+        "    t.TranscriptSnapshotExtension\n"
+        "except ImportError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('syrupy was imported')\n"
+        "raise SystemExit(main(['validate', 'scenarios/']))\n"
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and a fixed program
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,12 +1,16 @@
-"""Testing helpers for loopsim users: the syrupy transcript snapshot extension.
+"""Testing helpers for loopsim users: Hypothesis strategies, the eight invariants, the
+evaluator checker, and a syrupy extension for transcript snapshots.
 
-Example:
+Example (syrupy, which ``pip install 'loopsim[test]'`` brings; the rest needs only
+loopsim):
     def test_checkout(snapshot):
         transcript = run_my_loop()
         assert transcript == snapshot(
             name="checkout", extension_class=TranscriptSnapshotExtension
         )
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .._invariants import INVARIANTS as INVARIANTS
 from .._invariants import check_approval_is_last as check_approval_is_last
@@ -23,7 +27,6 @@ from ._checker import CheckResult as CheckResult
 from ._checker import EvaluatorReport as EvaluatorReport
 from ._checker import check_evaluator as check_evaluator
 from ._checker import simulate_recorded as simulate_recorded
-from ._snapshot import TranscriptSnapshotExtension
 from ._strategies import DONE_MARKER as DONE_MARKER
 from ._strategies import child_delays as child_delays
 from ._strategies import evaluator_decisions as evaluator_decisions
@@ -34,6 +37,21 @@ from ._strategies import restart_points as restart_points
 from ._strategies import scenario_yaml as scenario_yaml
 from ._strategies import scenarios as scenarios
 from ._strategies import scripts as scripts
+
+if TYPE_CHECKING:
+    from ._snapshot import TranscriptSnapshotExtension as TranscriptSnapshotExtension
+
+
+def __getattr__(name: str) -> Any:
+    # syrupy is optional: import the extension (and syrupy) only when it is asked for,
+    # so `loopsim run` and the strategies work on an install without the test extra.
+    if name == "TranscriptSnapshotExtension":
+        from ._snapshot import TranscriptSnapshotExtension  # noqa: PLC0415
+
+        return TranscriptSnapshotExtension
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
 
 __all__ = [
     "CHECKS",
