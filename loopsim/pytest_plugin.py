@@ -100,8 +100,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "loopsim(backend='asyncio', seed=0): run this async test on loopsim's virtual clock "
-        "(backend may be 'asyncio', 'trio' or a sequence of both)",
+        "loopsim(backend='asyncio', seed=0, wall_clock=True): run this async test on "
+        "loopsim's virtual clock (backend may be 'asyncio', 'trio' or a sequence of both; "
+        "wall_clock=False leaves datetime.now()/time.time() real)",
     )
 
 
@@ -207,11 +208,12 @@ class ScenarioItem(pytest.Item):
 
 @pytest.fixture
 def loopsim_clock(request: pytest.FixtureRequest) -> VirtualClock:
-    """A fresh virtual clock (seeded by ``--loopsim-seed`` when given, else 0)."""
+    """A fresh virtual clock (seeded by ``--loopsim-seed`` when given, else 0); inside its
+    runs ``datetime.now()``/``time.time()`` follow it."""
     from ._clock import VirtualClock  # noqa: PLC0415
 
     seed = request.config.getoption(SEED_OPTION)
-    return VirtualClock(seed=0 if seed is None else seed, wall_clock=False)
+    return VirtualClock(seed=0 if seed is None else seed)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -227,6 +229,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
     backend = marker.kwargs.get("backend", "asyncio")
     backends = (backend,) if isinstance(backend, str) else tuple(backend)
+    wall_clock = bool(marker.kwargs.get("wall_clock", True))
     seed = marker.kwargs.get("seed")
     if seed is None:
         seed = pyfuncitem.config.getoption(SEED_OPTION) or 0
@@ -235,7 +238,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     for one in backends:
         clock: VirtualClock | None = kwargs.get("loopsim_clock")
         if clock is None or len(backends) > 1:
-            clock = VirtualClock(seed=seed, wall_clock=False)
+            clock = VirtualClock(seed=seed, wall_clock=wall_clock)
             if "loopsim_clock" in kwargs:
                 kwargs["loopsim_clock"] = clock
         clock.run(functools.partial(function, **kwargs), backend=one)

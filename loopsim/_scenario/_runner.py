@@ -670,7 +670,7 @@ def run_scenario(
     unsubscribe = trace.subscribe(events.append)
     world = _World(loaded, models)
     outcome = _Outcome()
-    clock = VirtualClock(seed=seed, wall_clock=False)
+    clock = VirtualClock(seed=seed, wall_clock=scenario.wall_clock)
     try:
         clock.run(_drive, world, outcome, backend=backend, trace=trace)
     except Exception as exc:  # noqa: BLE001 - a simulation error is a failed scenario
