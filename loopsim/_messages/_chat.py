@@ -494,8 +494,8 @@ class _MessageBuilder:
         return build_message(self.role, self.contents, self.author_name, self.message_id)
 
 
-class AgentResponseUpdate(BaseModel):
-    """One piece of a streaming agent run."""
+class _Update(BaseModel):
+    """The fields and text helper every streaming update has."""
 
     model_config = MODEL_CONFIG
 
@@ -504,6 +504,35 @@ class AgentResponseUpdate(BaseModel):
     author_name: str | None = None
     message_id: str | None = None
     response_id: str | None = None
+
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        response_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            role=role,
+            contents=contents_of(contents),
+            author_name=author_name,
+            message_id=message_id,
+            response_id=response_id,
+            **extra,
+        )
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the update's text contents."""
+        return text_of(self.contents)
+
+
+class AgentResponseUpdate(_Update):
+    """One piece of a streaming agent run (``agent_id`` says which agent sent it)."""
+
     agent_id: str | None = None
 
     def __init__(
@@ -518,19 +547,14 @@ class AgentResponseUpdate(BaseModel):
         **extra: Any,
     ) -> None:
         super().__init__(
-            role=role,
-            contents=contents_of(contents),
+            role,
+            contents,
             author_name=author_name,
             message_id=message_id,
             response_id=response_id,
             agent_id=agent_id,
             **extra,
         )
-
-    @property
-    def text(self) -> str:
-        """The concatenated text of the update's text contents."""
-        return text_of(self.contents)
 
 
 class ChatResponse(BaseModel):
@@ -586,40 +610,17 @@ class ChatResponse(BaseModel):
         return cls(messages, response_id=response_id, usage=usage)
 
 
-class ChatResponseUpdate(BaseModel):
+class ChatResponseUpdate(_Update):
     """One piece of a streaming chat response."""
 
-    model_config = MODEL_CONFIG
-
-    role: str = "assistant"
-    contents: list[Content] = Field(default_factory=list)
-    author_name: str | None = None
-    message_id: str | None = None
-    response_id: str | None = None
-
+    # Spelled out so the pydantic mypy plugin keeps the positional signature of _Update.
     def __init__(
         self,
         role: str = "assistant",
         contents: Sequence[ContentInput] | str | None = None,
-        *,
-        author_name: str | None = None,
-        message_id: str | None = None,
-        response_id: str | None = None,
-        **extra: Any,
+        **fields: Any,
     ) -> None:
-        super().__init__(
-            role=role,
-            contents=contents_of(contents),
-            author_name=author_name,
-            message_id=message_id,
-            response_id=response_id,
-            **extra,
-        )
-
-    @property
-    def text(self) -> str:
-        """The concatenated text of the update's text contents."""
-        return text_of(self.contents)
+        super().__init__(role, contents, **fields)
 
 
 @dataclass(slots=True)
