@@ -353,3 +353,20 @@ def test_delegating_agent_forwards_everything() -> None:
     assert isinstance(outer.get_service(NotesProvider), NotesProvider)
     assert outer.get_service(loopsim.DelegatingAgent) is outer
     assert isinstance(outer, loopsim.SupportsAgentRun)
+
+
+def test_requests_say_which_agent_and_session_ask() -> None:
+    client = ScriptedChatClient(["a", "b"])
+    agent = Agent(client, name="asker")
+
+    async def main() -> str:
+        session = agent.create_session()
+        await agent.run("one", session=session)
+        await agent.run("two")  # a throwaway session of its own
+        return session.session_id
+
+    session_id = loopsim.simulate(main)
+    first, second = (r.options for r in client.requests)
+    assert (first.agent_name, first.session_id) == ("asker", session_id)
+    assert second.agent_name == "asker"
+    assert second.session_id not in (None, session_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from .. import _trace
@@ -540,7 +540,9 @@ class _RunState:
                     state=session.state.setdefault(provider.source_id, {}),
                 )
         self.context = context
-        self.chat_options = agent._chat_options(context, options)
+        self.chat_options = chat_options = agent._chat_options(context, options)
+        chat_options.agent_name = agent._label
+        chat_options.session_id = session.session_id
         self.history = session.history()
         self.prefix: tuple[Message, ...] = (
             tuple(input_messages)
@@ -588,13 +590,7 @@ class _RunState:
 
     def without_tools(self) -> ChatOptions:
         """This run's options with no tools offered (for the request past the limit)."""
-        options = self.chat_options
-        self.chat_options = ChatOptions(
-            instructions=options.instructions,
-            tools=[],
-            response_format=options.response_format,
-            additional_properties=options.additional_properties,
-        )
+        self.chat_options = replace(self.chat_options, tools=[])
         return self.chat_options
 
     def finish_without_tools(self, chat_response: ChatResponse) -> Message | None:

@@ -140,39 +140,15 @@ class RecordingChatClient:
         self.agent_name = agent_name
         self.emit = emit
         self.turns: list[RecordedTurn] = []
-        self._last_request: tuple[object, str | None, str | None] | None = None
-        self._subscribed: _trace.Trace | None = None
-        self._watch()
 
     def __repr__(self) -> str:
         return f"RecordingChatClient({self.inner!r}, turns={len(self.turns)})"
 
-    def _watch(self) -> None:
-        # The Agent reports (agent, session) in the model_request event it emits just
-        # before calling us, with the very same messages object: listening lets a turn
-        # know its session without changing the client protocol.
-        trace = _trace.active()
-        if trace is not None and trace is not self._subscribed:
-            self._subscribed = trace
-            trace.subscribe(self._on_event)
-
-    def _on_event(self, event: _trace.Event) -> None:
-        if event.kind == "model_request":
-            self._last_request = (
-                event.data.get("messages"),
-                event.data.get("agent"),
-                event.data.get("session"),
-            )
-
     def _start(self, messages: Sequence[Message], options: ChatOptions) -> RecordedTurn:
-        agent, session = self.agent_name, None
-        last = self._last_request
-        if last is not None and last[0] is messages:
-            agent = agent or last[1]
-            session = last[2]
+        # The Agent says who asks in the options; a direct call leaves them None.
         turn = RecordedTurn(
-            agent=agent,
-            session=session,
+            agent=self.agent_name or options.agent_name,
+            session=options.session_id,
             messages=[dump_message(m) for m in messages],
             tools=list(options.tool_names),
             request_time=_now(),
@@ -181,8 +157,8 @@ class RecordingChatClient:
         if self.emit:
             _trace.emit(
                 "model_request",
-                agent=agent,
-                session=session,
+                agent=turn.agent,
+                session=turn.session,
                 messages=messages,
                 tools=list(options.tool_names),
             )
@@ -219,7 +195,6 @@ class RecordingChatClient:
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> ChatResponse:
         """Forward the request to ``inner`` and record both sides."""
-        self._watch()
         turn = self._start(messages, options or _NO_OPTIONS)
         try:
             response = await self.inner.get_response(messages, options=options)
@@ -233,7 +208,6 @@ class RecordingChatClient:
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         """Forward the stream unchanged; record the merged response when it ends."""
-        self._watch()
         turn = self._start(messages, options or _NO_OPTIONS)
         updates: list[ChatResponseUpdate] = []
         try:

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import anyio
 
-from .. import _trace
 from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
@@ -144,9 +143,6 @@ class ReplayChatClient(FakeChatClient):
             self._queues.setdefault(turn.session, []).append(turn)
         self._session_map: dict[str, str | None] = {}
         self._claimed: set[str | None] = set()
-        self._last_request: tuple[object, str | None] | None = None
-        self._subscribed: _trace.Trace | None = None
-        self._watch()
 
     # -- inspection ---------------------------------------------------------------------
 
@@ -169,26 +165,6 @@ class ReplayChatClient(FakeChatClient):
             )
 
     finish = assert_all_played
-
-    # -- session hints ------------------------------------------------------------------
-
-    def _watch(self) -> None:
-        trace = _trace.active()
-        if trace is not None and trace is not self._subscribed:
-            self._subscribed = trace
-            trace.subscribe(self._on_event)
-
-    def _on_event(self, event: _trace.Event) -> None:
-        # The Agent emits model_request with the very messages object it then hands to
-        # us; remembering it tells the request's session without a protocol change.
-        if event.kind == "model_request" and event.data.get("agent") == self.agent_name:
-            self._last_request = (event.data.get("messages"), event.data.get("session"))
-
-    def _live_session(self, messages: Sequence[Message]) -> str | None:
-        last = self._last_request
-        if last is not None and last[0] is messages:
-            return last[1]
-        return None
 
     # -- matching -----------------------------------------------------------------------
 
@@ -229,10 +205,9 @@ class ReplayChatClient(FakeChatClient):
         return chosen
 
     async def _answer(self, request: ChatRequest) -> ChatResponse:
-        self._watch()
         live = [dump_message(m) for m in request.messages]
         tools = list(request.options.tool_names)
-        live_session = self._live_session(request.messages)
+        live_session = request.options.session_id  # None for a direct call: match on content
         turn = self._select(live_session, live, tools)
         if turn is None:
             last = message_summary(live[-1]) if live else "<no messages>"

@@ -59,10 +59,13 @@ _set_attribute = object.__setattr__
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _built(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
+def _built(cls: type[_M], values: dict[str, Any], fields_set: set[str] | None = None) -> _M:
+    """``cls`` with ``values`` as validation would store them (``fields_set``: every key)."""
     obj = _new_object(cls)
     _set_attribute(obj, "__dict__", values)
-    _set_attribute(obj, "__pydantic_fields_set__", fields_set)
+    _set_attribute(
+        obj, "__pydantic_fields_set__", set(values) if fields_set is None else fields_set
+    )
     _set_attribute(obj, "__pydantic_extra__", None)
     _set_attribute(obj, "__pydantic_private__", None)
     return obj
@@ -97,24 +100,7 @@ def text_message(
     role: str, text: str, author_name: str | None = None, message_id: str | None = None
 ) -> Message:
     """``Message(role, [TextContent(text=text)], author_name=..., message_id=...)``."""
-    if (
-        type(role) is str
-        and type(text) is str
-        and _optional_str(author_name)
-        and _optional_str(message_id)
-    ):
-        content = _built(TextContent, {"type": "text", "text": text}, {"text"})
-        return _built(
-            Message,
-            {
-                "role": role,
-                "contents": [content],
-                "author_name": author_name,
-                "message_id": message_id,
-            },
-            {"role", "contents", "author_name", "message_id"},
-        )
-    return Message(role, [TextContent(text=text)], author_name=author_name, message_id=message_id)
+    return build_message(role, [text_content(text)], author_name, message_id)
 
 
 def build_message(
@@ -142,7 +128,6 @@ def build_message(
                 "author_name": author_name,
                 "message_id": message_id,
             },
-            {"role", "contents", "author_name", "message_id"},
         )
     return Message(role, contents, author_name=author_name, message_id=message_id)
 
@@ -171,7 +156,6 @@ def build_agent_response(
                 "value": None,
                 "additional_properties": {},
             },
-            {"messages", "response_id", "agent_id", "usage", "value", "additional_properties"},
         )
     return AgentResponse(messages, response_id=response_id, agent_id=agent_id, usage=usage)
 
@@ -191,9 +175,19 @@ def build_chat_response(
         return _built(
             ChatResponse,
             {"messages": list(messages), "response_id": response_id, "usage": usage},
-            {"messages", "response_id", "usage"},
         )
     return ChatResponse(messages, response_id=response_id, usage=usage)
+
+
+_U = TypeVar("_U", bound="_Update")
+
+
+def _build_update(
+    cls: type[_U], role: str, contents: Sequence[Content], ids: dict[str, str | None]
+) -> _U:
+    if type(role) is str and all(map(_optional_str, ids.values())) and _all_contents(contents):
+        return _built(cls, {"role": role, "contents": list(contents), **ids})
+    return cls(role, contents, **ids)
 
 
 def build_agent_update(
@@ -206,34 +200,13 @@ def build_agent_update(
     agent_id: str | None = None,
 ) -> AgentResponseUpdate:
     """``AgentResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
-    if (
-        type(role) is str
-        and _optional_str(author_name)
-        and _optional_str(message_id)
-        and _optional_str(response_id)
-        and _optional_str(agent_id)
-        and _all_contents(contents)
-    ):
-        return _built(
-            AgentResponseUpdate,
-            {
-                "role": role,
-                "contents": list(contents),
-                "author_name": author_name,
-                "message_id": message_id,
-                "response_id": response_id,
-                "agent_id": agent_id,
-            },
-            {"role", "contents", "author_name", "message_id", "response_id", "agent_id"},
-        )
-    return AgentResponseUpdate(
-        role,
-        contents,
-        author_name=author_name,
-        message_id=message_id,
-        response_id=response_id,
-        agent_id=agent_id,
-    )
+    ids = {
+        "author_name": author_name,
+        "message_id": message_id,
+        "response_id": response_id,
+        "agent_id": agent_id,
+    }
+    return _build_update(AgentResponseUpdate, role, contents, ids)
 
 
 def build_chat_update(
@@ -245,31 +218,8 @@ def build_chat_update(
     response_id: str | None = None,
 ) -> ChatResponseUpdate:
     """``ChatResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
-    if (
-        type(role) is str
-        and _optional_str(author_name)
-        and _optional_str(message_id)
-        and _optional_str(response_id)
-        and _all_contents(contents)
-    ):
-        return _built(
-            ChatResponseUpdate,
-            {
-                "role": role,
-                "contents": list(contents),
-                "author_name": author_name,
-                "message_id": message_id,
-                "response_id": response_id,
-            },
-            {"role", "contents", "author_name", "message_id", "response_id"},
-        )
-    return ChatResponseUpdate(
-        role,
-        contents,
-        author_name=author_name,
-        message_id=message_id,
-        response_id=response_id,
-    )
+    ids = {"author_name": author_name, "message_id": message_id, "response_id": response_id}
+    return _build_update(ChatResponseUpdate, role, contents, ids)
 
 
 class Message(BaseModel):
@@ -632,12 +582,17 @@ class ChatOptions:
         tools: the tools offered this turn, each with ``.name``.
         response_format: a pydantic model type for structured output, or None.
         additional_properties: anything else a caller wants to pass through.
+        agent_name: who asks (set by :class:`~loopsim.Agent`; None for a direct call).
+        session_id: the asking agent's session (set by the Agent), so recording and
+            replaying clients can tell concurrent conversations apart.
     """
 
     instructions: str | None = None
     tools: Sequence[Any] = ()
     response_format: type[BaseModel] | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    agent_name: str | None = None
+    session_id: str | None = None
 
     @property
     def tool_names(self) -> list[str]:
