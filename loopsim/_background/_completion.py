@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
+from .._loop._evaluators import required_service
 from ._provider import BackgroundAgentsProvider
 from ._task import BackgroundTaskStatus
 
@@ -97,16 +98,9 @@ class BackgroundTaskCompletionLoopEvaluator(LoopEvaluator):
         return "BackgroundTaskCompletionLoopEvaluator()"
 
     async def evaluate(self, context: LoopContext) -> LoopEvaluation:
-        if context is None:
-            msg = "context must not be None"
-            raise TypeError(msg)
-        provider = context.agent.get_service(BackgroundAgentsProvider)
-        if provider is None:
-            msg = (
-                "BackgroundTaskCompletionLoopEvaluator needs a BackgroundAgentsProvider on the "
-                "agent, but agent.get_service(BackgroundAgentsProvider) found none"
-            )
-            raise RuntimeError(msg)
+        provider = required_service(
+            context, BackgroundAgentsProvider, "BackgroundTaskCompletionLoopEvaluator"
+        )
         running = provider.incomplete_tasks(context.session)
         if not running:
             return LoopEvaluation.stop()

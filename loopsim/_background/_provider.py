@@ -376,6 +376,24 @@ class BackgroundAgentsProvider(ContextProvider):
             runtime = self._runtimes[session_id] = _Runtime(token)
         return runtime
 
+    def _launch(
+        self,
+        runtime: _Runtime,
+        task_id: int,
+        agent: SupportsAgentRun,
+        text: str,
+        child_session: Any,
+    ) -> str | None:
+        """Start ``agent`` on ``text`` in ``child_session`` as task ``task_id``; an error
+        text for the model when the runtime refuses it (e.g. released), else None."""
+        run = ChildRun(task_id, agent, text, child_session, runtime.finished)
+        run.start(self._keepalive)
+        try:
+            runtime.track(task_id, run)
+        except RuntimeError as exc:
+            return f"Error: {exc}"
+        return None
+
     @staticmethod
     def _index(runtime: _Runtime, tasks: list[dict[str, Any]]) -> _Index:
         index = runtime.index
@@ -538,12 +556,9 @@ class BackgroundAgentsProvider(ContextProvider):
         # Py-later order: create and track the child first; only then take the id and
         # write the record, so a failure here leaves no id used and no orphan record.
         child_session = agent.create_session()
-        run = ChildRun(task_id, agent, input, child_session, runtime.finished)
-        run.start(self._keepalive)
-        try:
-            runtime.track(task_id, run)
-        except RuntimeError as exc:
-            return f"Error: {exc}"
+        refused = self._launch(runtime, task_id, agent, input, child_session)
+        if refused is not None:
+            return refused
         runtime.child_sessions[task_id] = child_session
         state["next_task_id"] = task_id + 1
         record = {
@@ -656,12 +671,9 @@ class BackgroundAgentsProvider(ContextProvider):
         child_session = runtime.child_sessions.get(task_id)
         if child_session is None:
             return f"Error: Session for task {task_id} is no longer available."
-        run = ChildRun(task_id, agent, text, child_session, runtime.finished)
-        run.start(self._keepalive)
-        try:
-            runtime.track(task_id, run)
-        except RuntimeError as exc:
-            return f"Error: {exc}"
+        refused = self._launch(runtime, task_id, agent, text, child_session)
+        if refused is not None:
+            return refused
         record.pop("result_text", None)
         record.pop("error_text", None)
         self._set_status(session, record, _RUNNING)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,9 +25,13 @@ __all__ = [
     "DelegateLoopEvaluator",
     "JudgeVerdict",
     "check_context",
+    "required_service",
 ]
 
 EvaluateFn = Callable[[LoopContext], LoopEvaluation | Awaitable[LoopEvaluation]]
+
+
+S = TypeVar("S")
 
 
 def check_context(context: LoopContext) -> None:
@@ -35,6 +39,22 @@ def check_context(context: LoopContext) -> None:
     if context is None:
         msg = "context must not be None"
         raise TypeError(msg)
+
+
+def required_service(context: LoopContext, service_type: type[S], evaluator: str) -> S:
+    """The looped agent's ``service_type`` (found through ``get_service``), or a
+    RuntimeError saying that ``evaluator`` needs one (upstream: InvalidOperationException)."""
+    check_context(context)
+    service: S | None = context.agent.get_service(service_type)
+    if service is None:
+        name = service_type.__name__
+        article = "an" if name[:1] in "AEIOU" else "a"
+        msg = (
+            f"{evaluator} needs {article} {name} on the agent, "
+            f"but agent.get_service({name}) found none"
+        )
+        raise RuntimeError(msg)
+    return service
 
 
 class DelegateLoopEvaluator(LoopEvaluator):

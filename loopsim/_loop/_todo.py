@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from .._agents import AgentSession, ContextProvider
 from ._evaluation import LoopContext, LoopEvaluation, LoopEvaluator
-from ._evaluators import check_context
+from ._evaluators import required_service
 
 __all__ = [
     "AgentModeProvider",
@@ -184,22 +184,11 @@ class TodoCompletionLoopEvaluator(LoopEvaluator):
         )
 
     async def evaluate(self, context: LoopContext) -> LoopEvaluation:
-        check_context(context)
-        todos = context.agent.get_service(TodoProvider)
-        if todos is None:
-            msg = (
-                "TodoCompletionLoopEvaluator needs a TodoProvider on the agent, but "
-                "agent.get_service(TodoProvider) found none"
-            )
-            raise RuntimeError(msg)
+        todos = required_service(context, TodoProvider, "TodoCompletionLoopEvaluator")
         if self.modes is not None:
-            mode_provider = context.agent.get_service(AgentModeProvider)
-            if mode_provider is None:
-                msg = (
-                    "TodoCompletionLoopEvaluator with modes needs an AgentModeProvider on "
-                    "the agent, but agent.get_service(AgentModeProvider) found none"
-                )
-                raise RuntimeError(msg)
+            mode_provider = required_service(
+                context, AgentModeProvider, "TodoCompletionLoopEvaluator with modes"
+            )
             if mode_provider.get_mode(context.session) not in self.modes:
                 return LoopEvaluation.stop()
         remaining = todos.remaining(context.session)
