@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._clients import ReplayChatClient
 from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
+from ._files import write_atomic
 from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
@@ -71,7 +72,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     text = render_json_schema()
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8", newline="\n")
+        write_atomic(args.output, text)
         print(f"wrote {args.output}")  # noqa: T201 - CLI output
     else:
         sys.stdout.write(text)
@@ -196,7 +197,7 @@ def _schema_reference(target: Path) -> str:
                 except ValueError:
                     return candidate.as_uri()
     schema = folder / SCHEMA_FILE_NAME
-    schema.write_text(render_json_schema(), encoding="utf-8", newline="\n")
+    write_atomic(schema, render_json_schema())
     print(f"wrote {schema}")  # noqa: T201 - CLI output
     return SCHEMA_FILE_NAME
 

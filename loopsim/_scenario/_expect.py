@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import write_atomic
 from ._loader import LoadedScenario, format_location
 from ._schema import RangeSpec
 
@@ -151,8 +152,7 @@ def _check_snapshot(
     stored = path.read_text(encoding="utf-8") if path.is_file() else None
     if update:
         if stored != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
+            write_atomic(path, text)
         return
     if stored is None:
         fail(

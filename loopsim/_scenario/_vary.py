@@ -29,7 +29,6 @@ import copy
 import difflib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
+from .._files import write_atomic
 from ._loader import (
     LoadedScenario,
     Located,
@@ -419,13 +419,6 @@ def write_reproducer(
         width=100,
     )
     text = "\n".join(_header(loaded, result)) + "\n" + body
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        Path(temporary).replace(target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(target, text)
     result.write_transcript(folder)
     return target

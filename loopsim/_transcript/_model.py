@@ -14,11 +14,9 @@ File layout (one JSON object, keys in this order, ``\\n`` line ends, 2-space ind
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._clients._recording import RecordedTurn
 from .._errors import TranscriptError
+from .._files import write_atomic
 from .._version import __version__
 
 __all__ = [
@@ -226,33 +225,7 @@ def write_transcript(path: str | os.PathLike[str], transcript: Transcript) -> Pa
     to disk and renamed over ``path`` (``os.replace``), so a crash at any point leaves
     either the old file or the new one, never a torn one.
     """
-    target = Path(path)
-    data = transcript.to_json().encode("utf-8")
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp_name).replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)  # noqa: PTH108 - the name came from mkstemp
-        raise
-    _fsync_dir(target.parent)
-    return target
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename durable on POSIX; not possible (nor needed) on Windows.
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    return write_atomic(path, transcript.to_json())
 
 
 def read_transcript(path: str | os.PathLike[str]) -> Transcript:
