@@ -24,6 +24,7 @@ from .._messages import (
     Usage,
     build_agent_response,
     build_agent_update,
+    message_update,
     normalize_messages,
     text_message,
 )
@@ -352,7 +353,7 @@ class Agent(BaseAgent):
         answered = await state.begin(options)
         agent_id = self.id
         if answered is not None:
-            yield _to_update(answered, None, agent_id)
+            yield message_update(answered, response_id=None, agent_id=agent_id)
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
@@ -380,7 +381,7 @@ class Agent(BaseAgent):
             if final:  # held calls are dropped, never run; a fallback text may be added
                 fallback = state.finish_without_tools(chat_response)
                 if fallback is not None:
-                    yield _to_update(fallback, state.response_id, agent_id)
+                    yield message_update(fallback, response_id=state.response_id, agent_id=agent_id)
                 break
             if not calls:
                 state.produced.extend(chat_response.messages)
@@ -390,7 +391,7 @@ class Agent(BaseAgent):
                 yield _update_from_chat(_with_approval_requests(chat_update, pending), agent_id)
             tool_message, done = await state.act(chat_response, calls, pending)
             if tool_message is not None:
-                yield _to_update(tool_message, state.response_id, agent_id)
+                yield message_update(tool_message, response_id=state.response_id, agent_id=agent_id)
             if done:
                 break
         yield await state.finish()
@@ -720,16 +721,5 @@ def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentRespons
         author_name=update.author_name,
         message_id=update.message_id,
         response_id=update.response_id,
-        agent_id=agent_id,
-    )
-
-
-def _to_update(message: Message, response_id: str | None, agent_id: str) -> AgentResponseUpdate:
-    return build_agent_update(
-        message.role,
-        message.contents,
-        author_name=message.author_name,
-        message_id=message.message_id,
-        response_id=response_id,
         agent_id=agent_id,
     )

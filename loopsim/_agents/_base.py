@@ -15,6 +15,7 @@ from .._messages import (
     AgentResponseUpdate,
     Message,
     MessagesInput,
+    message_update,
     normalize_messages,
 )
 from ._session import AgentSession, HistoryStoreKind
@@ -251,13 +252,8 @@ class BaseAgent:
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
         response = await self._run(messages, session, options)
         for message in response.messages:
-            yield AgentResponseUpdate(
-                message.role,
-                message.contents,
-                author_name=message.author_name,
-                message_id=message.message_id,
-                response_id=response.response_id,
-                agent_id=response.agent_id,
+            yield message_update(
+                message, response_id=response.response_id, agent_id=response.agent_id
             )
         yield response
 

@@ -33,6 +33,7 @@ from .._messages import (
     Message,
     Usage,
     build_agent_update,
+    message_update,
 )
 
 __all__ = [
@@ -275,12 +276,7 @@ async def drive_stream(
                 break
             if not lazy:
                 for message in run.surfaced:
-                    yield build_agent_update(
-                        message.role,
-                        message.contents,
-                        author_name=message.author_name,
-                        message_id=message.message_id,
-                    )
+                    yield message_update(message)
     except BaseException as exc:
         run._failed(exc)
         raise

@@ -26,6 +26,7 @@ from ._chat import build_agent_response as build_agent_response
 from ._chat import build_agent_update as build_agent_update
 from ._chat import build_chat_response as build_chat_response
 from ._chat import build_chat_update as build_chat_update
+from ._chat import message_update as message_update
 from ._chat import normalize_messages as normalize_messages
 from ._chat import text_content as text_content
 from ._chat import text_message as text_message
@@ -66,6 +67,7 @@ __all__ = [
     "build_agent_update",
     "build_chat_response",
     "build_chat_update",
+    "message_update",
     "normalize_messages",
     "text_content",
     "text_message",

@@ -38,6 +38,7 @@ __all__ = [
     "build_agent_update",
     "build_chat_response",
     "build_chat_update",
+    "message_update",
     "normalize_messages",
     "text_content",
     "text_message",
@@ -207,6 +208,20 @@ def build_agent_update(
         "agent_id": agent_id,
     }
     return _build_update(AgentResponseUpdate, role, contents, ids)
+
+
+def message_update(
+    message: Message, *, response_id: str | None = None, agent_id: str | None = None
+) -> AgentResponseUpdate:
+    """``message`` as one streaming update: its role, contents, author and id."""
+    return build_agent_update(
+        message.role,
+        message.contents,
+        author_name=message.author_name,
+        message_id=message.message_id,
+        response_id=response_id,
+        agent_id=agent_id,
+    )
 
 
 def build_chat_update(
