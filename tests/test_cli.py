@@ -85,6 +85,21 @@ def test_run_failing_scenario_exits_1(tmp_path: Path) -> None:
     assert main(["run", str(bad), "-q", "-p", "no:cacheprovider"]) == EXIT_FAILED
 
 
+def test_run_prints_a_summary_of_passed_failed_and_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (SCENARIOS / "max_iterations_cap.loopsim.yaml").read_text(encoding="utf-8")
+    (tmp_path / "good.loopsim.yaml").write_text(text, encoding="utf-8")
+    bad = text.replace("iterations: 3", "iterations: 4")
+    (tmp_path / "bad.loopsim.yaml").write_text(bad, encoding="utf-8")
+    broken = (CORPUS / "negative_delay.yaml").read_text(encoding="utf-8")
+    (tmp_path / "broken.loopsim.yaml").write_text(broken, encoding="utf-8")
+    assert main(["run", str(tmp_path), "-q", "-p", "no:cacheprovider"]) == EXIT_FAILED
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("loopsim: 3 scenarios: 1 passed, 1 failed, 1 invalid (")
+    assert last.endswith(" of virtual time)")
+
+
 def test_run_invalid_file_exits_2(tmp_path: Path) -> None:
     broken = tmp_path / "broken.loopsim.yaml"
     broken.write_text(
