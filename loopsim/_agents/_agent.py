@@ -565,13 +565,14 @@ class _RunState:
     def request(self) -> MessageView:
         """This round's request (history, then prefix and what the run produced), reported."""
         request = self.history.followed_by((*self.prefix, *self.produced))
-        _trace.emit(
-            "model_request",
-            agent=self.agent._label,
-            session=self.session.session_id,
-            messages=request,
-            tools=self.chat_options.tool_names,
-        )
+        if _trace.observed():  # spares listing the tool names for nobody
+            _trace.emit(
+                "model_request",
+                agent=self.agent._label,
+                session=self.session.session_id,
+                messages=request,
+                tools=self.chat_options.tool_names,
+            )
         return request
 
     def failed(self, exc: BaseException, round_number: int) -> None:
