@@ -22,6 +22,7 @@ ORDER = (
     "_yaml",
     "_validation",
     "_references",
+    "_engines",
     "_vary_paths",
     "_loader",
     "_policies",  # stage 3: build

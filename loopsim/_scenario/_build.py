@@ -17,7 +17,7 @@ from .. import _trace
 from .._agents import Agent, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
-from .._messages import FunctionCallContent, Message, Usage
+from .._messages import AgentResponse, FunctionCallContent, Message, Usage
 from ._policies import coordinator_client, echo_client
 from ._schema import (
     AgentSpec,
@@ -325,6 +325,46 @@ class World:
             tools=_tools(spec),
             **kwargs,
         )
+
+    # -- what the run stage asks of every engine's world ----------------------------------
+
+    def create_session(self) -> Any:
+        """A new session of the top agent."""
+        return self.top.create_session()
+
+    async def respond(self, message: Any, session: Any) -> AgentResponse:
+        """One host call into the top agent (streamed when the scenario says so)."""
+        if not self.scenario.streaming:
+            response: AgentResponse = await self.top.run(message, session=session)
+            return response
+        stream = self.top.run_stream(message, session=session)
+        updates = [update async for update in stream]
+        final = getattr(stream, "get_final_response", None)
+        if final is not None:
+            streamed: AgentResponse = await final()
+            return streamed
+        return AgentResponse.from_updates(updates)
+
+    async def restart(self, session: Any) -> Any:
+        """Simulate a process restart: serialize the session, drop the runtime, rebuild
+        agents and provider, and restore the session into them."""
+        snapshot = self.top.serialize_session(session)
+        _trace.emit("process_restart")
+        # the old process is gone: its child runs die with it
+        await self.release(session, cancel_running=True)
+        self.build()
+        return self.top.deserialize_session(snapshot)
+
+    async def release(self, session: Any, *, cancel_running: bool) -> None:
+        """Release the background runtime of ``session`` (nothing without background agents)."""
+        if self.provider is not None:
+            await self.provider.release_session(session, cancel_running=cancel_running)
+
+    def task_statuses(self, session: Any) -> dict[int, str]:
+        """Task id → status of the session's background tasks (refreshed first)."""
+        if self.provider is None:
+            return {}
+        return {t.task_id: t.status.value for t in self.provider.tasks(session)}
 
     def calls(self) -> dict[str, int]:
         counts = {name: len(client.requests) for name, client in self.clients.items()}

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .. import _trace
 from .._clock import VirtualClock
 from .._messages import (
     AgentResponse,
@@ -49,48 +48,33 @@ class Outcome:
 
 async def _drive(world: World, outcome: Outcome) -> None:
     world.build()
-    top = world.top
     scenario = world.scenario
-    session = top.create_session()
+    session = world.create_session()
     try:
         for index, step in enumerate(scenario.steps):
             if isinstance(step, RunStep):
-                if not await _run(world, session, step.run, outcome, index):
+                if not await _respond(world, session, step.run, outcome, index):
                     break
             elif isinstance(step, AdvanceStep):
                 await anyio.sleep(step.advance)
             elif isinstance(step, ApprovalStep):
                 message = _approval_answer(outcome.response, approved=step.approve)
-                if not await _run(world, session, message, outcome, index):
+                if not await _respond(world, session, message, outcome, index):
                     break
             elif isinstance(step, RestartStep):
-                snapshot = world.top.serialize_session(session)
-                _trace.emit("process_restart")
-                if world.provider is not None:
-                    # the old process is gone: its child runs die with it
-                    await world.provider.release_session(session, cancel_running=True)
-                world.build()
-                session = world.top.deserialize_session(snapshot)
+                session = await world.restart(session)
             elif isinstance(step, ReleaseStep):
-                await world.provider.release_session(session, cancel_running=step.cancel_running)
-        if world.provider is not None:
-            outcome.tasks = {t.task_id: t.status.value for t in world.provider.tasks(session)}
+                await world.release(session, cancel_running=step.cancel_running)
+        outcome.tasks = world.task_statuses(session)
     finally:
-        if world.provider is not None:
-            # End of the host process: stop what still runs so nothing leaks.
-            with anyio.CancelScope(shield=True):
-                await world.provider.release_session(session, cancel_running=True)
+        # End of the host process: stop what still runs so nothing leaks.
+        with anyio.CancelScope(shield=True):
+            await world.release(session, cancel_running=True)
 
 
-async def _run(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:
+async def _respond(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:
     try:
-        if world.scenario.streaming:
-            stream = world.top.run_stream(message, session=session)
-            async for _ in stream:
-                pass
-            outcome.response = await stream.get_final_response()
-        else:
-            outcome.response = await world.top.run(message, session=session)
+        outcome.response = await world.respond(message, session)
     except Exception as exc:  # noqa: BLE001 - reported (or expected) by the scenario
         outcome.error = exc
         outcome.error_step = index
