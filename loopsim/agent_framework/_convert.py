@@ -13,8 +13,10 @@ agent_framework content kind loopsim has no model for is a :class:`ConversionErr
 from __future__ import annotations
 
 import base64
+import contextlib
 import binascii
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -358,17 +360,30 @@ def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpda
 _OPTION_FIELDS = ("instructions", "tools", "response_format")
 
 
+_DECLARED: weakref.WeakKeyDictionary[Any, af.FunctionTool] = weakref.WeakKeyDictionary()
+
+
 def _declared_tool(tool: Any) -> Any:
-    """A loopsim tool as a declaration-only agent_framework FunctionTool (the caller runs it)."""
+    """A loopsim tool as a declaration-only agent_framework FunctionTool (the caller runs it).
+
+    One declaration per tool object (cached), so converting options twice gives equal options.
+    """
     if isinstance(tool, af.FunctionTool):
         return tool
+    try:
+        return _DECLARED[tool]
+    except (KeyError, TypeError):
+        pass
     parameters = getattr(tool, "parameters", None)
-    return af.FunctionTool(
+    declared = af.FunctionTool(
         name=tool.name,
         description=getattr(tool, "description", "") or "",
         input_model=parameters if isinstance(parameters, Mapping) else None,
         additional_properties={TOOL_KEY: tool},
     )
+    with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced
+        _DECLARED[tool] = declared
+    return declared
 
 
 def _loopsim_tool(tool: Any) -> Any:
