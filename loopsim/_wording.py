@@ -8,6 +8,11 @@ name, so branches merge).
 
 from __future__ import annotations
 
-__all__ = ["WORDING"]
+__all__ = ["WORDING", "agrees"]
 
 WORDING: dict[str, str] = {}
+
+
+def agrees(ours: str, theirs: str) -> bool:
+    """True when ``theirs`` (the other engine's text) carries the facts of ``ours``."""
+    return ours == theirs

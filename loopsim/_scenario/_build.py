@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _trace
-from .._agents import Agent, FunctionTool
+from .._agents import Agent, ApprovalMode, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
 from .._messages import AgentResponse, FunctionCallContent, Message, Usage
@@ -75,7 +75,7 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
     return turns
 
 
-def _tool(name: str, spec: ToolSpec, argument_names: set[str]) -> FunctionTool:
+def _tool_function(name: str, spec: ToolSpec, argument_names: set[str]) -> Callable[..., Any]:
     def fn(**_: Any) -> Any:
         if spec.error is not None:
             raise ScriptedFailure(spec.error)
@@ -87,15 +87,16 @@ def _tool(name: str, spec: ToolSpec, argument_names: set[str]) -> FunctionTool:
     ]
     fn.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined] # declared arguments
     fn.__name__ = name
-    return FunctionTool(
-        fn,
-        name=name,
-        description=spec.description,
-        approval_mode="always_require" if spec.approval_required else "never_require",
-    )
+    return fn
 
 
-def _tools(agent: AgentSpec) -> list[FunctionTool]:
+ToolParts = tuple[str, Callable[..., Any], str, ApprovalMode]
+
+
+def tool_functions(agent: AgentSpec) -> list[ToolParts]:
+    """``(name, function, description, approval_mode)`` of each tool ``agent`` offers: the
+    declared ones, and those its approval requests call (every engine builds its own tool
+    objects from these)."""
     specs = dict(agent.tools)
     used: dict[str, set[str]] = {}
     for turn in agent.script or ():
@@ -103,7 +104,22 @@ def _tools(agent: AgentSpec) -> list[FunctionTool]:
             used.setdefault(call.name, set()).update(call.arguments)
             if turn.approval_request is not None and call.name not in specs:
                 specs[call.name] = ToolSpec(approval_required=True)
-    return [_tool(name, spec, used.get(name, set())) for name, spec in specs.items()]
+    return [
+        (
+            name,
+            _tool_function(name, spec, used.get(name, set())),
+            spec.description,
+            ("always_require" if spec.approval_required else "never_require"),
+        )
+        for name, spec in specs.items()
+    ]
+
+
+def _tools(agent: AgentSpec) -> list[FunctionTool]:
+    return [
+        FunctionTool(fn, name=name, description=description, approval_mode=approval)
+        for name, fn, description, approval in tool_functions(agent)
+    ]
 
 
 def _verdict(verdict: Any) -> str:
@@ -190,19 +206,18 @@ class World:
 
         scenario = self.scenario
         parent = scenario.parent
-        agents: dict[str, Agent] = {}
+        agents: dict[str, Any] = {}
         for name, spec in scenario.agents.items():
             if name == parent.agent:
                 continue
-            agents[name] = Agent(
-                self.clients[name],
-                name=name,
-                instructions=spec.instructions,
-                description=spec.description,
-                tools=_tools(spec),
-            )
+            agents[name] = self._agent(name, spec)
         spec = scenario.agents[parent.agent]
         children = [agents[n] for n in parent.background_agents]
+        if spec.factory is not None and not parent.harness:
+            self.provider = None
+            inner: Any = self._agent(parent.agent, spec)
+            self.top = inner if scenario.loop is None else self._looped(inner)
+            return
         if parent.harness:
             self.top = self._harness(spec, children)
             self.provider = getattr(self.top, "background_agents_provider", None)
@@ -225,13 +240,42 @@ class World:
             context_providers=providers,
             history_store=parent.history_store,
         )
-        loop = scenario.loop
-        if loop is None:
-            self.top = inner
-            return
+        self.top = inner if scenario.loop is None else self._looped(inner)
+
+    def _agent(self, name: str, spec: AgentSpec) -> Any:
+        """A child (or a factory-built parent) around the agent's model."""
+        if spec.factory is None:
+            return Agent(
+                self.clients[name],
+                name=name,
+                instructions=spec.instructions,
+                description=spec.description,
+                tools=_tools(spec),
+            )
+        return self.from_factory(name, spec, self.clients[name], engine="loopsim")
+
+    def from_factory(self, name: str, spec: AgentSpec, client: Any, *, engine: str) -> Any:
+        """``factory(client, name)``: the user's own agent, checked to be one."""
+        loc: tuple[str | int, ...] = ("agents", name, "factory")
+        assert spec.factory is not None  # noqa: S101 - only called for factory agents
+        factory = import_object(spec.factory, self.loaded, loc)
+        built = factory(client, name)
+        if not (
+            callable(getattr(built, "run", None))
+            and callable(getattr(built, "create_session", None))
+        ):
+            raise self.loaded.where.error(
+                loc,
+                f"factory {spec.factory} returned {type(built).__name__}, not an agent "
+                f"(an object with run() and create_session()) for the {engine} engine",
+                expected=f"an agent of the {engine} engine built around the client it was given",
+            )
+        return built
+
+    def _looped(self, inner: Any) -> Any:
         from .._loop import LoopAgent  # noqa: PLC0415
 
-        self.top = LoopAgent(inner, self._evaluators(), self._loop_options())
+        return LoopAgent(inner, self._evaluators(), self._loop_options())
 
     def _loop_options(self) -> Any:
         from .._loop import LoopAgentOptions  # noqa: PLC0415
@@ -256,7 +300,7 @@ class World:
         judges = iter(self.judges)
         decisions = iter(self.decisions)
         built: list[Any] = []
-        for evaluator in self.evaluator_specs:
+        for index, evaluator in enumerate(self.evaluator_specs):
             chosen = evaluator.chosen
             if isinstance(chosen, CompletionMarkerSpec):
                 built.append(
@@ -290,7 +334,8 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                built.append(_import(chosen.import_path)(**chosen.options))
+                loc = ("loop", "evaluators", index)
+                built.append(import_object(chosen.import_path, self.loaded, loc)(**chosen.options))
         return built
 
     def _harness(self, spec: AgentSpec, children: list[Agent]) -> Any:
@@ -415,9 +460,27 @@ class World:
         return out
 
 
-def _import(import_path: str) -> Callable[..., Any]:
+def import_object(
+    import_path: str, loaded: LoadedScenario, loc: tuple[str | int, ...]
+) -> Callable[..., Any]:
+    """``module:attr`` → the object, or a located error whatever went wrong while importing."""
     module_name, _, attr = import_path.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target  # type: ignore[no-any-return] # checked by the loader
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+            raise
+        raise loaded.where.error(
+            loc,
+            f"cannot import {import_path}: {type(exc).__name__}: {exc}",
+            expected="module:attribute of an importable module",
+        ) from None
+    if not callable(target):
+        raise loaded.where.error(
+            loc,
+            f"{import_path} is {type(target).__name__}, not callable",
+            expected="module:function",
+        )
+    return target  # type: ignore[no-any-return] # a user's callable

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._trace import Event
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
 from ._check import Failure, check_run
+from ._compare import compare_engines
 from ._run import execute
-from ._schema import Backend
+from ._schema import Backend, Engine
 from ._source import LoadedScenario
 
 if TYPE_CHECKING:
@@ -52,6 +53,10 @@ class ScenarioResult:
     draw: dict[str, Any] | None = None
     #: where the concrete reproducer scenario of a failing draw was written
     reproducer: Path | None = None
+    #: what ran it: ``loopsim``, ``agent_framework``, or ``both`` (then :attr:`other` holds
+    #: the agent_framework run, and this result's fields describe the loopsim run)
+    engine: str = "loopsim"
+    other: ScenarioResult | None = None
 
     @property
     def passed(self) -> bool:
@@ -126,6 +131,7 @@ def run_scenario(
     blocks: Sequence[str] | None = None,
     tie_breaker: TieBreaker | None = None,
     models: ModelOverride | None = None,
+    engine: Engine | Literal["both"] | None = None,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -140,9 +146,37 @@ def run_scenario(
         models: ``models(agent_name, scenario_client)`` returns the chat client that
             agent talks to instead, e.g. a :class:`~loopsim.ReplayChatClient` to feed a
             recording back (``loopsim replay``) or a recording wrapper.
+        engine: ``loopsim`` or ``agent_framework`` overrides the file's ``engine:``;
+            ``both`` runs the scenario on each engine, checks the expectations on each,
+            then compares the two transcripts event by event (model-facing sentences
+            normalized through ``WORDING``) and reports the first divergence.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
-    run = execute(loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models)
+    if engine == "both":
+        mine = run_scenario(
+            loaded,
+            seed=seed,
+            backend=backend,
+            update_snapshots=update_snapshots,
+            blocks=blocks,
+            tie_breaker=tie_breaker,
+            models=models,
+            engine="loopsim",
+        )
+        theirs = run_scenario(
+            loaded,
+            seed=seed,
+            backend=backend,
+            update_snapshots=False,
+            blocks=blocks,
+            tie_breaker=tie_breaker,
+            models=models,
+            engine="agent_framework",
+        )
+        return _both(loaded, mine, theirs)
+    run = execute(
+        loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models, engine=engine
+    )
     return ScenarioResult(
         name=loaded.name,
         path=loaded.where.path,
@@ -159,4 +193,27 @@ def run_scenario(
         error=run.outcome.error,
         transcript=run.transcript,
         ties=list(run.ties.chosen),
+        engine=run.engine,
     )
+
+
+def _both(loaded: LoadedScenario, mine: ScenarioResult, theirs: ScenarioResult) -> ScenarioResult:
+    """One result for ``--engine both``: each engine's failures, then the first divergence."""
+    failures = [_tagged(f, "loopsim") for f in mine.failures]
+    failures.extend(_tagged(f, "agent_framework") for f in theirs.failures)
+    if mine.transcript is not None and theirs.transcript is not None:
+        divergence = compare_engines(mine.transcript, theirs.transcript)
+        if divergence is not None:
+            failures.append(
+                Failure(
+                    f"the engines disagree (normalized through WORDING): {divergence}",
+                    location=None,
+                    line=loaded.where.line(()),
+                    kind="divergence",
+                )
+            )
+    return replace(mine, failures=failures, engine="both", other=theirs)
+
+
+def _tagged(failure: Failure, engine: str) -> Failure:
+    return replace(failure, message=f"[engine {engine}] {failure.message}")

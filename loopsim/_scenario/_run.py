@@ -22,10 +22,12 @@ from .._messages import (
 from .._trace import Event, Trace
 from .._transcript import Recorder, Transcript
 from ._build import ModelOverride, World
+from ._engines import check_engine
 from ._schema import (
     AdvanceStep,
     ApprovalStep,
     Backend,
+    Engine,
     ReleaseStep,
     RestartStep,
     RunStep,
@@ -138,6 +140,7 @@ class Execution:
     loaded: LoadedScenario
     seed: int
     backend: Backend
+    engine: Engine
     world: World
     outcome: Outcome
     ties: _Ties
@@ -174,6 +177,14 @@ class Execution:
         return self.outcome.tasks
 
 
+def _world(loaded: LoadedScenario, engine: Engine, models: ModelOverride | None) -> World:
+    if engine == "agent_framework":
+        from ._build_af import AgentFrameworkWorld  # noqa: PLC0415 - the optional extra
+
+        return AgentFrameworkWorld(loaded, models)
+    return World(loaded, models)
+
+
 def execute(
     loaded: LoadedScenario,
     *,
@@ -181,11 +192,19 @@ def execute(
     backend: Backend | None = None,
     tie_breaker: TieBreaker | None = None,
     models: ModelOverride | None = None,
+    engine: Engine | None = None,
 ) -> Execution:
-    """Build the scenario's world and run its steps on a fresh virtual clock, recording."""
+    """Build the scenario's world and run its steps on a fresh virtual clock, recording.
+
+    ``engine`` overrides the file's ``engine:``; a feature that engine cannot build is a
+    located :class:`~loopsim.ScenarioError` (raised, not a failed run).
+    """
     from .._background._ties import TIE_BREAKER  # noqa: PLC0415 - keep imports light
 
     scenario = loaded.scenario
+    engine = engine or scenario.engine
+    if engine != scenario.engine:
+        check_engine(scenario, loaded.where, engine)
     seed = scenario.seed if seed is None else seed
     backend = backend or scenario.backend
     trace = Trace(seed=seed)
@@ -194,7 +213,7 @@ def execute(
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
     events: list[Event] = []
     unsubscribe = trace.subscribe(events.append)
-    world = World(loaded, models)
+    world = _world(loaded, engine, models)
     outcome = Outcome()
     clock = VirtualClock(seed=seed, wall_clock=scenario.wall_clock)
     try:
@@ -208,6 +227,7 @@ def execute(
         loaded=loaded,
         seed=seed,
         backend=backend,
+        engine=engine,
         world=world,
         outcome=outcome,
         ties=ties,

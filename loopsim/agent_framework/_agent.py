@@ -93,6 +93,10 @@ class AgentFrameworkAgent:
     def create_session(self) -> Any:
         """A new agent_framework session of the agent."""
         session = self.af_agent.create_session()
+        trace = _trace.active()
+        if trace is not None:  # the run middleware reports each session once: this one is seen
+            known: set[str] = trace.resources.setdefault("agent_framework.sessions", set())
+            known.add(session.session_id)
         _trace.emit("session_created", agent=agent_label(self.af_agent), session=session.session_id)
         return session
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["PROVIDER_AGENTS_ATTRIBUTE", "UUID4_MODULES", "provider_agents"]
+__all__ = [
+    "PROVIDER_AGENTS_ATTRIBUTE",
+    "REFRESH_FUNCTIONS",
+    "UUID4_MODULES",
+    "background_tasks",
+    "provider_agents",
+]
 
 #: Modules that bind ``uuid4`` at import (``from uuid import uuid4``): agent ids, tool
 #: call occurrence ids, in-memory record keys. Modules that call ``uuid.uuid4()`` go
@@ -34,3 +40,21 @@ def provider_agents(provider: Any) -> list[Any]:
     if isinstance(agents, dict):
         return list(agents.values())
     return []
+
+
+#: The background provider's private helpers that bring a session's task records up to
+#: date (finished runs finalized, orphaned running ones marked lost), as its tools do
+#: before they answer. Public API reads the records only as the provider last saved them.
+REFRESH_FUNCTIONS = ("_get_provider_state", "_refresh_task_state")
+REFRESH_MODULE = "agent_framework._harness._background_agents"
+RUNTIME_METHOD = "_get_runtime"
+
+
+def background_tasks(provider: Any, session: Any) -> list[Any]:
+    """The session's BackgroundTaskInfo records, refreshed first (the provider's own rule)."""
+    module = importlib.import_module(REFRESH_MODULE)
+    source_id = provider.source_id
+    state = module._get_provider_state(session, source_id=source_id)
+    runtime = getattr(provider, RUNTIME_METHOD)(session)
+    tasks: list[Any] = module._refresh_task_state(session, state, runtime, source_id=source_id)
+    return sorted(tasks, key=lambda task: task.id)
