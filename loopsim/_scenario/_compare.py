@@ -191,6 +191,9 @@ def _divergences(
             ):
                 continue
             time = min(e.event.time for e in (a, b) if e is not None)
+            field: str
+            mine: Any
+            other: Any
             if a is None or b is None:
                 field, mine, other = "the event", _MISSING, _MISSING
                 if a is not None:
