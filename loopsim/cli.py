@@ -241,6 +241,13 @@ def _add_run(sub: Any) -> None:
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")
+    parser.add_argument(
+        "--engine",
+        choices=("loopsim", "agent_framework", "both"),
+        default=None,
+        help="run on this engine instead of each file's own; `both` runs each scenario on "
+        "both engines and reports the first divergence (same as --loopsim-engine)",
+    )
     parser.set_defaults(command=cmd_run)
 
 
@@ -300,6 +307,20 @@ def _hours(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def _engine_option(arguments: Sequence[str]) -> list[str]:
+    """``--engine X`` (our spelling) → ``--loopsim-engine=X`` (the plugin's option)."""
+    out: list[str] = []
+    items = iter(arguments)
+    for item in items:
+        if item == "--engine":
+            out.append(f"--loopsim-engine={next(items, '')}")
+        elif item.startswith("--engine="):
+            out.append(f"--loopsim-engine={item.removeprefix('--engine=')}")
+        else:
+            out.append(item)
+    return out
+
+
 def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     """Run pytest on the paths with the plugin; map pytest's exit code to ours."""
     import pytest  # noqa: PLC0415 - only `run` needs pytest
@@ -311,7 +332,7 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     # loopsim is imported already (this is it), so pytest cannot assertion-rewrite the
     # plugin module; that warning is expected here and must not become an error.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    code = int(pytest.main([*quiet, *args.paths, *extra], plugins=plugins))
+    code = int(pytest.main([*quiet, *args.paths, *_engine_option(extra)], plugins=plugins))
     print(summary.line())  # noqa: T201 - CLI output
     if code == int(pytest.ExitCode.OK):
         return EXIT_OK

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_OPTION",
+    "ENGINE_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
@@ -51,6 +52,7 @@ __all__ = [
 
 SEED_OPTION = "--loopsim-seed"
 BACKEND_OPTION = "--loopsim-backend"
+ENGINE_OPTION = "--loopsim-engine"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
@@ -74,6 +76,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("asyncio", "trio"),
         default=None,
         help="run every scenario on this backend instead of its own",
+    )
+    group.addoption(
+        ENGINE_OPTION,
+        choices=("loopsim", "agent_framework", "both"),
+        default=None,
+        help="run every scenario on this engine instead of its own; `both` runs each "
+        "scenario on both engines, checks each, and reports the first divergence",
     )
     group.addoption(
         TRANSCRIPTS_OPTION,
@@ -163,6 +172,7 @@ class ScenarioItem(pytest.Item):
             "seed": config.getoption(SEED_OPTION),
             "backend": config.getoption(BACKEND_OPTION),
             "update_snapshots": bool(config.getoption(UPDATE_SNAPSHOTS_OPTION)),
+            "engine": config.getoption(ENGINE_OPTION),
         }
         written: Path | None = None
         if loaded.scenario.vary:
@@ -190,6 +200,7 @@ class ScenarioItem(pytest.Item):
             if written is None:
                 written = result.write_transcript(config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
             raise ScenarioFailedError(result, written)
+        _report_engines(result)
 
     def repr_failure(
         self,
@@ -252,3 +263,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 kwargs["loopsim_clock"] = clock
         clock.run(functools.partial(function, **kwargs), backend=one)
     return True
+
+
+def _report_engines(result: ScenarioResult) -> None:
+    """``--loopsim-engine both``: a comparison that could not be made, or a divergence the
+    file declares as known, is reported as such (skip / xfail with the reason), never as a
+    plain pass."""
+    if result.not_compared is not None:
+        pytest.skip(f"engines not compared: {result.not_compared} (the other engine passed)")
+    if result.divergence is not None:
+        pytest.xfail(result.divergence)

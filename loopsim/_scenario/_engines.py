@@ -28,6 +28,15 @@ def engine_problems(scenario: Scenario, engine: Engine) -> Iterator[tuple[Loc, s
             ),
             "backend: asyncio, or engine: loopsim",
         )
+    if scenario.ties:
+        yield (
+            ("ties",),
+            (
+                "agent_framework's provider observes same-instant completions in its own "
+                "order (asyncio.wait), so `ties:` cannot choose one"
+            ),
+            "no ties: list, or engine: loopsim",
+        )
     parent = scenario.parent
     if parent.history_store != "in_memory":
         yield (

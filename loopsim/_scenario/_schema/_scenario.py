@@ -60,6 +60,9 @@ class Scenario(StrictModel):
     #: order) of the task the parent observes first; later ties follow the seeded rng.
     #: ``vary:`` draws ignore it: they draw every tie.
     ties: list[Count] = Field(default_factory=list)
+    #: why ``--engine both`` is known to find the engines disagreeing on this scenario
+    #: (listed in docs/engines.md, and fidelity work to do); a stale one is an error
+    known_divergence: Text | None = None
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""
