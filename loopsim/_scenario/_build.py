@@ -259,7 +259,14 @@ class World:
         loc: tuple[str | int, ...] = ("agents", name, "factory")
         assert spec.factory is not None  # noqa: S101 - only called for factory agents
         factory = import_object(spec.factory, self.loaded, loc)
-        built = factory(client, name)
+        try:
+            built = factory(client, name)
+        except Exception as exc:  # user code: a located report, the cause kept
+            raise self.loaded.where.error(
+                loc,
+                f"factory {spec.factory} raised {type(exc).__name__}: {exc}",
+                expected="a factory(client, name) that returns an agent",
+            ) from exc
         if not (
             callable(getattr(built, "run", None))
             and callable(getattr(built, "create_session", None))

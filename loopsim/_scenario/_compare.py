@@ -98,14 +98,13 @@ def _where(ours: Any, theirs: Any, path: str = "") -> tuple[str, Any, Any]:
     if isinstance(ours, dict) and isinstance(theirs, dict):
         for key in [*ours, *(k for k in theirs if k not in ours)]:
             if key not in ours or key not in theirs or not _agree(ours[key], theirs[key]):
-                return _where(ours.get(key, _MISSING), theirs.get(key, _MISSING), f"{path}.{key}")
-    if isinstance(ours, list) and isinstance(theirs, list):
-        for index, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+                inner = f"{path}.{key}" if path else str(key)
+                return _where(ours.get(key, _MISSING), theirs.get(key, _MISSING), inner)
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
             if not _agree(a, b):
                 return _where(a, b, f"{path}[{index}]")
-        if len(ours) != len(theirs):
-            return f"{path} (length)", len(ours), len(theirs)
-    return path.lstrip(".") or "the data", ours, theirs
+    return path or "the data", ours, theirs
 
 
 class _Missing:
