@@ -228,7 +228,12 @@ def test_upstream_options_round_trip_through_loopsim() -> None:
         return a + b
 
     schema = {"type": "object", "properties": {"answered": {"type": "boolean"}}}
-    options = {"instructions": "be brief", "tools": [add], "temperature": 0.2, "response_format": schema}
+    options = {
+        "instructions": "be brief",
+        "tools": [add],
+        "temperature": 0.2,
+        "response_format": schema,
+    }
     loopsim_options = convert.to_loopsim_options(options, agent_name="a", session_id="s")
     assert loopsim_options.tool_names == ["add"]
     assert loopsim_options.response_format is None  # a schema dict is not a pydantic model

@@ -13,8 +13,8 @@ agent_framework content kind loopsim has no model for is a :class:`ConversionErr
 from __future__ import annotations
 
 import base64
-import contextlib
 import binascii
+import contextlib
 import json
 import weakref
 from collections.abc import Mapping, Sequence
