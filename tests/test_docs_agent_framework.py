@@ -1,4 +1,4 @@
-"""docs/agent_framework.md ("Testing your agent_framework agents") is true: its files are
+"""docs/testing_agent_framework.md ("Testing your agent_framework agents") is true: its files are
 the shipped example files, the example scenario passes on the real package, and its
 Python example runs."""
 
@@ -13,7 +13,7 @@ import loopsim
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples"
-PAGE = (ROOT / "docs" / "agent_framework.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "testing_agent_framework.md").read_text(encoding="utf-8")
 
 
 def _blocks(language: str) -> list[str]:
@@ -41,4 +41,4 @@ def test_the_example_scenario_runs_the_teams_own_agent(monkeypatch: pytest.Monke
 
 def test_the_python_example_runs() -> None:
     code = _blocks("python")[1]
-    exec(compile(code, "docs/agent_framework.md", "exec"), {"__name__": "docs"})  # noqa: S102 - the page's own example
+    exec(compile(code, "docs/testing_agent_framework.md", "exec"), {"__name__": "docs"})  # noqa: S102 - the page's own example
