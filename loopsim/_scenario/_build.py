@@ -82,7 +82,7 @@ def _tool_function(name: str, spec: ToolSpec, argument_names: set[str]) -> Calla
         return spec.result
 
     parameters = [
-        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None)
+        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
         for arg in sorted(set(spec.parameters) | argument_names)
     ]
     fn.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined] # declared arguments

@@ -145,9 +145,9 @@ def to_af_content(content: Content) -> af.Content:
             content.id, _af_call(content.function_call)
         )
     if isinstance(content, FunctionApprovalResponseContent):
-        return af.Content.from_function_approval_response(
-            content.approved, content.id, _af_call(content.function_call)
-        )
+        answered = _af_call(content.function_call)
+        answered.id = content.id  # the occurrence the answer is for (see the request side)
+        return af.Content.from_function_approval_response(content.approved, content.id, answered)
     if isinstance(content, ErrorContent):
         return af.Content.from_error(message=content.message)
     if isinstance(content, DataContent):
@@ -221,8 +221,12 @@ def to_loopsim_content(content: af.Content) -> Content:
             call_id=content.call_id or "", result=result, error=content.exception
         )
     if kind == "function_approval_request":
+        # agent_framework binds the answer to the call's occurrence id (function_call.id):
+        # that is the id loopsim's host answers with, and it comes back on the call.
+        call = content.function_call
+        occurrence = getattr(call, "id", None) if call is not None else None
         return FunctionApprovalRequestContent(
-            id=content.id or "", function_call=_loopsim_call(content.function_call)
+            id=occurrence or content.id or "", function_call=_loopsim_call(call)
         )
     if kind == "function_approval_response":
         return FunctionApprovalResponseContent(
