@@ -17,6 +17,7 @@ from ._convert import (
     to_loopsim_agent_update,
 )
 from ._runtime import require_asyncio
+from ._scope import RunScope, run_scope
 from ._tracing import agent_label, instrument
 
 __all__ = ["AgentFrameworkAgent", "as_agent"]
@@ -87,8 +88,13 @@ class AgentFrameworkAgent:
         stream = self.af_agent.run(
             _af_input(messages), stream=True, session=session, options=_af_run_options(options)
         )
-        async for update in stream:
-            yield to_loopsim_agent_update(update)
+        # agent_framework calls the model while the stream is iterated, after the run's
+        # middleware returned: the run scope is held here so model calls name the session.
+        session_id = getattr(session, "session_id", None)
+        scope = RunScope(agent_label(self.af_agent), session_id, self.af_agent)
+        with run_scope(scope):
+            async for update in stream:
+                yield to_loopsim_agent_update(update)
 
     def create_session(self) -> Any:
         """A new agent_framework session of the agent."""

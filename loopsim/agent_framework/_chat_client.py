@@ -22,7 +22,7 @@ from ._convert import (
     to_loopsim_options,
 )
 from ._runtime import require_asyncio
-from ._scope import current_scope
+from ._scope import RunScope, current_scope
 from ._tracing import ToolTraceMiddleware
 
 __all__ = ["AgentFrameworkChatClient", "LoopsimChatClient", "as_chat_client", "from_chat_client"]
@@ -71,10 +71,9 @@ class LoopsimChatClient(
         return name if isinstance(name, str) else None
 
     def _request(
-        self, messages: Sequence[af.Message], options: Mapping[str, Any]
+        self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
     ) -> tuple[list[Message], ChatOptions, str | None, str | None]:
         require_asyncio()
-        scope = current_scope()
         agent = scope.agent if scope is not None else self.name
         session = scope.session if scope is not None else None
         converted = to_loopsim_messages(messages)
@@ -122,16 +121,23 @@ class LoopsimChatClient(
         | af.ResponseStream[af.ChatResponseUpdate, af.ChatResponse[Any]]
     ):
         response_format = options.get("response_format")
+        # The run's scope (agent, session) is read now, while the run's middleware holds it:
+        # a stream is iterated later, after that middleware has returned.
+        scope = current_scope()
         if stream:
             return self._build_response_stream(
-                self._stream(messages, options), response_format=response_format
+                self._stream(messages, options, scope), response_format=response_format
             )
-        return self._get(messages, options, response_format)
+        return self._get(messages, options, response_format, scope)
 
     async def _get(
-        self, messages: Sequence[af.Message], options: Mapping[str, Any], response_format: Any
+        self,
+        messages: Sequence[af.Message],
+        options: Mapping[str, Any],
+        response_format: Any,
+        scope: RunScope | None,
     ) -> af.ChatResponse[Any]:
-        converted, chat_options, agent, session = self._request(messages, options)
+        converted, chat_options, agent, session = self._request(messages, options, scope)
         try:
             response = await self.loopsim_client.get_response(converted, options=chat_options)
         except Exception as exc:
@@ -141,9 +147,9 @@ class LoopsimChatClient(
         return to_af_chat_response(response, response_format=response_format)
 
     async def _stream(
-        self, messages: Sequence[af.Message], options: Mapping[str, Any]
+        self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
     ) -> AsyncIterator[af.ChatResponseUpdate]:
-        converted, chat_options, agent, session = self._request(messages, options)
+        converted, chat_options, agent, session = self._request(messages, options, scope)
         updates: list[ChatResponseUpdate] = []
         try:
             async for update in self.loopsim_client.get_streaming_response(

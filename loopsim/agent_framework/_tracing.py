@@ -264,7 +264,13 @@ def _pending_approval(result: Any) -> bool:
 
 
 def _callable_name(fn: Any) -> str:
-    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+    # A private closure made by a factory (``background_tasks_running()`` returns
+    # ``background_tasks_running.<locals>._should_continue``) is named after its factory.
+    name = str(getattr(fn, "__name__", None) or type(fn).__name__)
+    qualname = str(getattr(fn, "__qualname__", None) or "")
+    if name.startswith("_") and ".<locals>." in qualname:
+        return qualname.split(".<locals>.")[-2].rsplit(".", 1)[-1]
+    return name
 
 
 def _wrap_predicate(loop: af.AgentLoopMiddleware) -> None:
