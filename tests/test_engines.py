@@ -335,3 +335,29 @@ def test_the_private_names_the_engine_reads_still_exist() -> None:
     for name in _upstream.REFRESH_FUNCTIONS:
         assert callable(getattr(module, name, None)), name
     assert callable(getattr(af.BackgroundAgentsProvider, _upstream.RUNTIME_METHOD, None))
+
+
+def _shipped_on_agent_framework(name: str) -> loopsim.ScenarioResult:
+    path = next(p for p in AF_SCENARIOS if p.name == name)
+    return run_scenario(load_scenario(path), engine="agent_framework")
+
+
+def test_streamed_model_calls_name_their_session() -> None:
+    result = _shipped_on_agent_framework("streaming.loopsim.yaml")
+    requests = [e for e in result.events if e.kind == "model_request"]
+    assert requests
+    assert all(isinstance(e.data["session"], str) for e in requests)
+
+
+def test_the_harness_predicate_is_named_as_on_the_built_in_engine() -> None:
+    result = _shipped_on_agent_framework("harness_predicate.loopsim.yaml")
+    names = {e.data["evaluator"] for e in result.events if e.kind == "evaluator_decision"}
+    assert names == {"background_tasks_running"}
+
+
+def test_an_approval_answer_reaches_the_real_agent() -> None:
+    # agent_framework ignores an answer that does not name the call's occurrence: then the
+    # tool would never run and the scenario's second model call would not happen.
+    result = _shipped_on_agent_framework("approval_stop.loopsim.yaml")
+    assert result.passed, result.report()
+    assert [e.data["name"] for e in result.events if e.kind == "tool_result"] == ["delete_file"]
