@@ -361,3 +361,19 @@ def test_an_approval_answer_reaches_the_real_agent() -> None:
     result = _shipped_on_agent_framework("approval_stop.loopsim.yaml")
     assert result.passed, result.report()
     assert [e.data["name"] for e in result.events if e.kind == "tool_result"] == ["delete_file"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_error_inside_a_run_keeps_its_type_and_gains_the_step(engine: str) -> None:
+    text = ONE_REPLY.replace("{script: [hello]}", "{script: [{failure: model fell over}]}").replace(
+        "expect: {response: {equals: hello}}", "expect: {error: model fell over}"
+    )
+    result = run_scenario(_scenario(text), engine=engine)  # type: ignore[arg-type]
+    assert result.passed, result.report()
+    assert type(result.error).__name__ == "ScriptedFailure"
+    notes = getattr(result.error, "__notes__", [])
+    assert notes[-1] == (
+        f"loopsim: raised by step 1 (steps[0], line 5) of the scenario, on the {engine} engine"
+    )
+        f"loopsim: raised by step 1 (steps[0], line 5) of the scenario, on the {engine} engine"
+    ]

@@ -167,6 +167,9 @@ class World:
     """Everything one scenario run builds. Chat clients are "remote models": they survive
     a simulated process restart; agents, provider and loop are rebuilt."""
 
+    #: the engine this world builds with (the agent_framework world says so too)
+    engine = "loopsim"
+
     def __init__(self, loaded: LoadedScenario, models: ModelOverride | None = None) -> None:
         self.loaded = loaded
         scenario = loaded.scenario

@@ -78,6 +78,15 @@ async def _respond(world: World, session: Any, message: Any, outcome: Outcome, i
     try:
         outcome.response = await world.respond(message, session)
     except Exception as exc:  # noqa: BLE001 - reported (or expected) by the scenario
+        where = world.loaded.where
+        line = where.line(("steps", index))
+        add_note = getattr(exc, "add_note", None)  # Python 3.11+
+        if add_note is not None:
+            add_note(
+                f"loopsim: raised by step {index + 1} (steps[{index}]"
+                f"{f', line {line}' if line else ''}) of {where.path or 'the scenario'}, "
+                f"on the {world.engine} engine"
+            )
         outcome.error = exc
         outcome.error_step = index
         return False
