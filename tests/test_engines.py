@@ -375,5 +375,3 @@ def test_an_error_inside_a_run_keeps_its_type_and_gains_the_step(engine: str) ->
     assert notes[-1] == (
         f"loopsim: raised by step 1 (steps[0], line 5) of the scenario, on the {engine} engine"
     )
-        f"loopsim: raised by step 1 (steps[0], line 5) of the scenario, on the {engine} engine"
-    ]
