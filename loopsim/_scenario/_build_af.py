@@ -81,7 +81,6 @@ class AgentFrameworkWorld(World):
                 f"install it with: {INSTALL}",
                 expected="engine: loopsim, or the extra installed",
             ) from None
-        self.af_provider: Any = None
 
     # -- building ------------------------------------------------------------------------
 
@@ -96,26 +95,25 @@ class AgentFrameworkWorld(World):
         parent = scenario.parent
         with _quiet_experimental():
             children = [
-                self._af_agent(name, scenario.agents[name], as_chat_client)
-                for name in parent.background_agents
+                self._af_agent(name, scenario.agents[name]) for name in parent.background_agents
             ]
             spec = scenario.agents[parent.agent]
             if parent.harness:
-                top = self._af_harness(spec, children, as_chat_client)
-                self.af_provider = _find(top, af.BackgroundAgentsProvider)
+                top = self._af_harness(spec, children)
+                self.provider = _find(top, af.BackgroundAgentsProvider)
             elif spec.factory is not None:
-                top = self._af_agent(parent.agent, spec, as_chat_client)
-                self.af_provider = None
+                top = self._af_agent(parent.agent, spec)
+                self.provider = None
             else:
-                self.af_provider = None
-                providers = []
+                self.provider = None
+                providers: list[Any] = []
                 if children:
-                    self.af_provider = af.BackgroundAgentsProvider(
+                    self.provider = af.BackgroundAgentsProvider(
                         children,
                         wait_timeout_seconds=parent.wait_timeout,
                         instructions=parent.background_agents_instructions,
                     )
-                    providers.append(self.af_provider)
+                    providers.append(self.provider)
                 top = af.Agent(
                     client=as_chat_client(self.clients[parent.agent]),
                     name=parent.agent,
@@ -124,7 +122,6 @@ class AgentFrameworkWorld(World):
                     tools=_af_tools(spec),
                     context_providers=providers,
                 )
-        self.provider = self.af_provider
         agent = as_agent(top)
         loop = scenario.loop
         if loop is None or parent.harness:
@@ -132,10 +129,12 @@ class AgentFrameworkWorld(World):
             return
         self.top = self._looped(agent)
 
-    def _af_agent(self, name: str, spec: AgentSpec, adapt: Callable[[Any], Any]) -> Any:
+    def _af_agent(self, name: str, spec: AgentSpec) -> Any:
         import agent_framework as af  # noqa: PLC0415 - the optional extra
 
-        client = adapt(self.clients[name])
+        from ..agent_framework import as_chat_client  # noqa: PLC0415
+
+        client = as_chat_client(self.clients[name])
         if spec.factory is None:
             return af.Agent(
                 client=client,
@@ -146,8 +145,10 @@ class AgentFrameworkWorld(World):
             )
         return self.from_factory(name, spec, client, engine="agent_framework")
 
-    def _af_harness(self, spec: AgentSpec, children: list[Any], adapt: Callable[[Any], Any]) -> Any:
+    def _af_harness(self, spec: AgentSpec, children: list[Any]) -> Any:
         import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+        from ..agent_framework import as_chat_client  # noqa: PLC0415
 
         scenario = self.scenario
         parent = scenario.parent
@@ -161,7 +162,7 @@ class AgentFrameworkWorld(World):
         else:
             kwargs["loop_max_iterations"] = None  # no loop unless the scenario asks for one
         return af.create_harness_agent(
-            adapt(self.clients[parent.agent]),
+            as_chat_client(self.clients[parent.agent]),
             name=parent.agent,
             description=spec.description,
             harness_instructions="",
@@ -191,15 +192,15 @@ class AgentFrameworkWorld(World):
         return self.top.deserialize_session(snapshot)
 
     async def release(self, session: Any, *, cancel_running: bool) -> None:
-        if self.af_provider is not None:
-            await self.af_provider.release_session(session, cancel_running=cancel_running)
+        if self.provider is not None:
+            await self.provider.release_session(session, cancel_running=cancel_running)
 
     def task_statuses(self, session: Any) -> dict[int, str]:
-        if self.af_provider is None:
+        if self.provider is None:
             return {}
         from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
 
-        return {task.id: task.status.value for task in background_tasks(self.af_provider, session)}
+        return {task.id: task.status.value for task in background_tasks(self.provider, session)}
 
 
 def _af_tools(spec: AgentSpec) -> list[Any]:
