@@ -12,8 +12,9 @@ from typing import Any
 
 from .._errors import LoopsimError, TranscriptError
 from ._diff import diff_transcripts
+from ._mermaid import render_mermaid, render_timeline
 from ._model import Transcript, read_transcript
-from ._render import render_mermaid, render_text, render_timeline
+from ._render import render_text
 
 __all__ = [
     "FORMATS",
