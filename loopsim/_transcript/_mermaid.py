@@ -400,7 +400,9 @@ def _fold_waits(items: list[_Item]) -> list[_Item]:
 
 
 def _shape(lines: Sequence[_Item]) -> str:
-    return "\n".join(re.sub(r"[0-9.]+", "#", item.line) for item in lines)
+    # Numbers vary from iteration to iteration, and with them where a text got clipped.
+    numbers = (re.sub(r"[0-9]+(\.[0-9]+)?", "#", item.line) for item in lines)
+    return "\n".join(line[:40] if line.endswith("...") else line for line in numbers)
 
 
 def _fold_iterations(items: list[_Item]) -> list[_Item]:
