@@ -60,6 +60,18 @@ def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text")
+    parser.add_argument(
+        "--max-events",
+        type=int,
+        default=None,
+        metavar="N",
+        help="show only the first N events (a last line or note says how many were left out)",
+    )
+    parser.add_argument(
+        "--no-fold",
+        action="store_true",
+        help="mermaid: draw repeated timed-out waits and alike iterations one by one",
+    )
     parser.set_defaults(command=cmd_show)
     return parser
 
@@ -69,7 +81,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     transcript = _read(args.transcript)
     if transcript is None:
         return EXIT_UNREADABLE
-    sys.stdout.write(FORMATS[getattr(args, "format", "text") or "text"](transcript))
+    chosen = getattr(args, "format", "text") or "text"
+    limit: int | None = getattr(args, "max_events", None)
+    if limit is not None and limit < 0:
+        print("loopsim show: --max-events must be 0 or more", file=sys.stderr)  # noqa: T201
+        return EXIT_UNREADABLE
+    if chosen == "mermaid":
+        fold = not getattr(args, "no_fold", False)
+        sys.stdout.write(render_mermaid(transcript, max_events=limit, fold=fold))
+        return EXIT_OK
+    left_out = 0
+    if limit is not None and limit < len(transcript.events):
+        left_out = len(transcript.events) - limit
+        transcript = transcript.model_copy(update={"events": transcript.events[:limit]})
+    sys.stdout.write(FORMATS[chosen](transcript))
+    if left_out:
+        mark = "#" if chosen == "text" else "%%"
+        sys.stdout.write(f"{mark} ... {left_out} more event(s) not shown (--max-events {limit})\n")
     return EXIT_OK
 
 

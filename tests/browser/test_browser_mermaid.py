@@ -26,14 +26,15 @@ from loopsim._transcript._spans import spans
 
 SCENARIOS = sorted((Path(__file__).parents[2] / "scenarios").glob("*.loopsim.yaml"))
 
-LONG_LOOP = """
+DRAFTS = ", ".join(f"draft {n}" for n in range(1, 25))
+LONG_LOOP = f"""
 version: 1
 agents:
-  writer: {script: [%s]}
-parent: {agent: writer}
-loop: {evaluators: [completion_marker], max_iterations: 24}
-steps: [{run: write}]
-""" % ", ".join(f"draft {n}" for n in range(1, 25))
+  writer: {{script: [{DRAFTS}]}}
+parent: {{agent: writer}}
+loop: {{evaluators: [completion_marker], max_iterations: 24}}
+steps: [{{run: write}}]
+"""
 
 MANY_WAITS = """
 version: 1
