@@ -13,19 +13,19 @@ if TYPE_CHECKING:
 
 __all__ = ["entry_from_dict", "entry_from_result", "entry_to_dict"]
 
-_SNAPSHOT_DIFF = "differs from its snapshot"
+_SNAPSHOT_FIELD = "expect.transcript"  # where a snapshot expectation fails
 
 
 def _divergence(result: ScenarioResult) -> str | None:
     """The first differing lines of a failed snapshot, or a replay's mismatch."""
     for failure in result.failures:
-        if _SNAPSHOT_DIFF not in failure.message:
+        if failure.location != _SNAPSHOT_FIELD:
             continue
-        lines = failure.message.splitlines()
+        lines = [line.strip() for line in failure.message.splitlines()]
         changed = [
             n
             for n, line in enumerate(lines)
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+            if line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
         ]
         if changed:
             first = changed[0]

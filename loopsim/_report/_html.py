@@ -30,12 +30,12 @@ __all__ = [
 ]
 
 MAX_TEXT = 300
-MAX_CALLS = 60
-MAX_DECISIONS = 60
-MAX_BARS = 60
-MAX_FAILURES = 20
-#: The most one scenario adds to the page, in bytes (UTF-8), whatever its transcript.
-SCENARIO_BYTES_MAX = 160_000
+#: Byte budgets of a scenario's parts (UTF-8, after escaping); a list that would pass
+#: its budget stops there and says how many items it left out.
+BUDGETS = {"failures": 30_000, "timeline": 40_000, "decisions": 30_000, "calls": 80_000}
+#: The most one scenario adds to the page, in bytes (UTF-8), whatever its transcript:
+#: the budgets above plus the bounded header, suite-table row and notes.
+SCENARIO_BYTES_MAX = 200_000
 
 _STATUS_COLOURS = {
     "iteration": ("#c9cdf5", "#5c64c7"),
@@ -71,7 +71,24 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
 def _seconds(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:.3f} s" if value < 1 else f"{value:.2f} s" if value < 100 else f"{value:g} s"
+    return (
+        f"{value:.3f} s" if 0 < value < 1 else f"{value:.3g} s" if value < 100 else f"{value:.0f} s"
+    )
+
+
+def _fit(parts: Iterable[str], budget: int) -> tuple[list[str], int]:
+    """The parts that fit in ``budget`` bytes, in order, and how many did not."""
+    kept: list[str] = []
+    used = 0
+    left_out = 0
+    for part in parts:
+        size = len(part.encode("utf-8"))
+        if left_out or used + size > budget:
+            left_out += 1
+            continue
+        kept.append(part)
+        used += size
+    return kept, left_out
 
 
 @dataclass
@@ -133,56 +150,56 @@ _LABEL_W = 150
 _PLOT_W = 760
 
 
+def _bar(n: int, lane: str, bar: Span, scale: float) -> str:
+    y = n * _LANE_H + 4
+    fill, stroke = _STATUS_COLOURS.get(bar.status, ("#ddd", "#888"))
+    x = _LABEL_W + bar.start * scale
+    bar_w = max((bar.end - bar.start) * scale, 2.0)
+    tip = f"{bar.label}: {bar.start:g} s to {bar.end:g} s"
+    if bar.detail:
+        tip += f" - {_clip(bar.detail, 100)}"
+    name = f"<text x='4' y='{y + 14}'>{_e(_clip(lane, 22))}</text>" if lane else ""
+    return (
+        f"{name}<rect class='bar status-{_e(bar.status)}' data-start='{bar.start:g}' "
+        f"data-end='{bar.end:g}' x='{x:.1f}' y='{y}' width='{bar_w:.1f}' height='16' "
+        f"fill='{fill}' stroke='{stroke}'><title>{_e(_clip(tip, 200))}</title></rect>"
+        f"<text x='{x + bar_w + 4:.1f}' y='{y + 13}'>{_e(_clip(bar.label, 60))}</text>"
+    )
+
+
 def _timeline(transcript: Transcript) -> str:
     found = spans(transcript.events)
-    bars = found.bars[:MAX_BARS]
-    if not bars:
+    if not found.bars:
         return "<p class='more'>no loop iterations or background tasks</p>"
-    lanes: list[str] = []
-    for bar in bars:
-        if bar.lane not in lanes:
-            lanes.append(bar.lane)
-    rows: dict[str, list[Span]] = {lane: [] for lane in lanes}
-    for bar in bars:
-        rows[bar.lane].append(bar)
-    lane_rows: list[tuple[str, list[Span]]] = []
-    for lane in lanes:
-        lane_rows.extend((lane if i == 0 else "", [bar]) for i, bar in enumerate(rows[lane]))
-    end = max(found.end, *(b.end for b in bars)) or 1.0
+    lanes: dict[str, list[Span]] = {}
+    for bar in found.bars:
+        lanes.setdefault(bar.lane, []).append(bar)
+    rows = [
+        (lane if i == 0 else "", bar) for lane, bars in lanes.items() for i, bar in enumerate(bars)
+    ]
+    end = max(found.end, *(b.end for b in found.bars)) or 1.0
     scale = _PLOT_W / end
-    height = _LANE_H * len(lane_rows) + 30
+    drawn, left_out = _fit(
+        (_bar(n, lane, bar, scale) for n, (lane, bar) in enumerate(rows)), BUDGETS["timeline"]
+    )
+    count = len(drawn)
+    axis_y = _LANE_H * count + 8
     width = _LABEL_W + _PLOT_W + 20
     out = [
         (
             f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{width}'"
-            f" height='{height}' role='img' aria-label='task timeline'>"
-        )
+            f" height='{axis_y + 22}' role='img' aria-label='task timeline'>"
+        ),
+        *drawn,
     ]
-    for n, (lane, (bar,)) in enumerate(lane_rows):
-        y = n * _LANE_H + 4
-        fill, stroke = _STATUS_COLOURS.get(bar.status, ("#ddd", "#888"))
-        x = _LABEL_W + bar.start * scale
-        bar_w = max((bar.end - bar.start) * scale, 2.0)
-        if lane:
-            out.append(f"<text x='4' y='{y + 14}'>{_e(_clip(lane, 22))}</text>")
-        tip = f"{bar.label}: {bar.start:g} s to {bar.end:g} s"
-        if bar.detail:
-            tip += f" - {_clip(bar.detail, 120)}"
-        out.append(
-            f"<rect class='bar status-{_e(bar.status)}' data-start='{bar.start:g}' "
-            f"data-end='{bar.end:g}' x='{x:.1f}' y='{y}' width='{bar_w:.1f}' height='16' "
-            f"fill='{fill}' stroke='{stroke}'><title>{_e(tip)}</title></rect>"
-            f"<text x='{x + bar_w + 4:.1f}' y='{y + 13}'>{_e(_clip(bar.label, 60))}</text>"
-        )
-    axis_y = _LANE_H * len(lane_rows) + 8
     for tick in range(6):
         value = end * tick / 5
         x = _LABEL_W + value * scale
         out.append(
             f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' stroke='#eee'/>"
-            f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{value:g}</text>"
+            f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{value:g} s</text>"
         )
-    for when in found.restarts:
+    for when in found.restarts[:20]:
         x = _LABEL_W + when * scale
         out.append(
             f"<line class='restart' x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' "
@@ -190,8 +207,8 @@ def _timeline(transcript: Transcript) -> str:
             "</line>"
         )
     out.append("</svg>")
-    if len(found.bars) > MAX_BARS:
-        out.append(f"<p class='more'>{len(found.bars) - MAX_BARS} more bar(s) not drawn</p>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more bar(s) not drawn (size limit)</p>")
     return "".join(out)
 
 
@@ -208,16 +225,20 @@ def _decisions(transcript: Transcript) -> str:
             "<th>t</th><th>evaluator</th><th>decision</th><th>feedback</th></tr>"
         )
     ]
-    for event in rows[:MAX_DECISIONS]:
-        d = event.data
-        out.append(
-            f"<tr><td>{_e(d.get('iteration'))}</td><td>{event.time:g}</td>"
-            f"<td>{_e(d.get('evaluator'))}</td><td>{_e(d.get('decision'))}</td>"
-            f"<td>{_e(_clip(str(d.get('feedback') or '')))}</td></tr>"
-        )
+    cells, left_out = _fit(
+        (
+            f"<tr><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
+            f"<td>{_e(_clip(str(e.data.get('evaluator')), 100))}</td>"
+            f"<td>{_e(_clip(str(e.data.get('decision')), 40))}</td>"
+            f"<td>{_e(_clip(str(e.data.get('feedback') or '')))}</td></tr>"
+            for e in rows
+        ),
+        BUDGETS["decisions"],
+    )
+    out.extend(cells)
     out.append("</table>")
-    if len(rows) > MAX_DECISIONS:
-        out.append(f"<p class='more'>{len(rows) - MAX_DECISIONS} more decision(s)</p>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more decision(s) (size limit)</p>")
     return "".join(out)
 
 
@@ -241,16 +262,21 @@ def _model_calls(transcript: Transcript) -> str:
     if not calls:
         return ""
     out = [f"<h3>Model calls ({len(calls)})</h3>"]
-    for time, request, answer in calls[:MAX_CALLS]:
+
+    def one(time: float, request: dict[str, Any], answer: str) -> str:
         messages = list(request.get("messages") or ())
         last = _clip(message_summary(messages[-1]), 120) if messages else "<no messages>"
-        out.append(
-            f"<details class='model-call'><summary>t={time:g} {_e(request.get('agent'))}: "
-            f"{_e(last)}</summary><pre>{_e(_summaries(messages[-4:]))}</pre>"
+        return (
+            f"<details class='model-call'><summary>t={time:g} "
+            f"{_e(_clip(str(request.get('agent')), 60))}: {_e(last)}</summary>"
+            f"<pre>{_e(_summaries(messages[-4:]))}</pre>"
             f"<b>answer</b><pre>{_e(answer)}</pre></details>"
         )
-    if len(calls) > MAX_CALLS:
-        out.append(f"<p class='more'>{len(calls) - MAX_CALLS} more model call(s)</p>")
+
+    shown, left_out = _fit((one(*call) for call in calls), BUDGETS["calls"])
+    out.extend(shown)
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more model call(s) (size limit)</p>")
     return "".join(out)
 
 
@@ -258,14 +284,18 @@ def _failures(entry: ReportEntry) -> str:
     if not entry.failures and entry.divergence is None:
         return ""
     out = ["<div class='failures'><h3>Failing expectations</h3><ul>"]
-    out.extend(f"<li><pre>{_e(_clip(f, 1200))}</pre></li>" for f in entry.failures[:MAX_FAILURES])
+    items, left_out = _fit(
+        (f"<li><pre>{_e(_clip(f, 1200))}</pre></li>" for f in entry.failures),
+        BUDGETS["failures"] - 20_000,
+    )
+    out.extend(items)
     out.append("</ul>")
-    if len(entry.failures) > MAX_FAILURES:
-        out.append(f"<p class='more'>{len(entry.failures) - MAX_FAILURES} more</p>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more (size limit)</p>")
     if entry.divergence is not None:
         out.append(
             f"<h3>First divergence</h3><pre class='divergence'>"
-            f"{_e(_clip(entry.divergence, 3000))}</pre>"
+            f"{_e(_clip(entry.divergence, 3000))}</pre>"  # <= 18 kB escaped
         )
     out.append("</div>")
     return "".join(out)
