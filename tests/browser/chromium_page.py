@@ -48,18 +48,26 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _absent(reason: str) -> None:
+    """Skip with the reason, except in CI (``CI`` set), which installs both: fail there."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}, and CI must run the browser tests")
+    pytest.skip(reason)
+
+
 def need_chromium() -> str:
     """The executable, or skip the test saying what is missing and how to get it."""
     found = chromium()
     if found is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run installs it)")
+        _absent("Chromium is not installed (apt-get install chromium; .ci/run installs it)")
+    assert found is not None
     return found
 
 
 def need_mermaid() -> Path:
     """mermaid.min.js from the npm package, or skip saying how to install it."""
     if not MERMAID_JS.is_file():
-        pytest.skip(
+        _absent(
             "the mermaid npm package is not installed (npm ci --prefix tests/browser; "
             ".ci/run installs it)"
         )
