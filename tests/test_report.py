@@ -218,7 +218,8 @@ def test_show_max_events_limits_every_format(
 ) -> None:
     result = run_scenario(loopsim.load_scenario(SCENARIOS / "wait_timeout.loopsim.yaml"))
     path = result.write_transcript(tmp_path)
-    assert path is not None and result.transcript is not None
+    assert path is not None
+    assert result.transcript is not None
     total = len(result.transcript.events)
     assert main(["show", str(path), "--max-events", "4"]) == 0
     text = capsys.readouterr().out.splitlines()
