@@ -202,7 +202,9 @@ def test_pytest_option_writes_the_suite_report(
     (pytester.path / "cap.loopsim.yaml").write_text(CAP)
     (pytester.path / "cap_failing.loopsim.yaml").write_text(FAILING)
     (pytester.path / "broken.loopsim.yaml").write_text("version: 1\nagents: 3\n")
-    result = pytester.runpytest(*workers, "--loopsim-report=out/report.html")
+    result = pytester.runpytest(
+        *workers, "--loopsim-report=out/report.html", "--junit-xml=out/junit.xml"
+    )
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["*loopsim report: 3 scenario(s) -> *report.html*"])
     page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
@@ -211,6 +213,9 @@ def test_pytest_option_writes_the_suite_report(
     assert "<script" not in page
     real = re.findall(r"<td>([0-9.]+) s</td></tr>", page)
     assert len(real) == 3  # the real time of each test, as pytest measured it
+    junit = (pytester.path / "out" / "junit.xml").read_text(encoding="utf-8")
+    assert 'name="loopsim_scenario"' in junit
+    assert "loopsim_report" not in junit  # the entry is not dumped into JUnit XML
 
 
 def test_show_max_events_limits_every_format(

@@ -27,11 +27,17 @@ class ReportCollector:
         self.entries: dict[str, ReportEntry] = {}
         self.written: Path | None = None
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties or ())
         if "loopsim_scenario" not in props:
             return
         data = props.get("loopsim_report")
+        if data is not None:
+            # The entry is for this collector only: keep it out of JUnit XML properties.
+            report.user_properties = [
+                (k, v) for k, v in report.user_properties if k != "loopsim_report"
+            ]
         if report.when == "call" and isinstance(data, dict):
             entry = entry_from_dict(data)
             entry.real_time = report.duration
