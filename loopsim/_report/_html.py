@@ -159,12 +159,25 @@ def _bar(n: int, lane: str, bar: Span, scale: float) -> str:
     if bar.detail:
         tip += f" - {_clip(bar.detail, 100)}"
     name = f"<text x='4' y='{y + 14}'>{_e(_clip(lane, 22))}</text>" if lane else ""
+    label = _clip(bar.label, 60)
+    label_x, anchor = _label_place(x, bar_w, label)
     return (
         f"{name}<rect class='bar status-{_e(bar.status)}' data-start='{bar.start:g}' "
         f"data-end='{bar.end:g}' x='{x:.1f}' y='{y}' width='{bar_w:.1f}' height='16' "
         f"fill='{fill}' stroke='{stroke}'><title>{_e(_clip(tip, 200))}</title></rect>"
-        f"<text x='{x + bar_w + 4:.1f}' y='{y + 13}'>{_e(_clip(bar.label, 60))}</text>"
+        f"<text x='{label_x:.1f}' y='{y + 13}'{anchor}>{_e(label)}</text>"
     )
+
+
+def _label_place(x: float, bar_w: float, label: str) -> tuple[float, str]:
+    """Where a bar's label goes: inside the bar when it has room, else right of it, or
+    left of it near the right edge (x and the text-anchor attribute)."""
+    need = 6.5 * len(label) + 8
+    if bar_w >= need:
+        return x + 4, ""
+    if x + bar_w + need <= _LABEL_W + _PLOT_W + 20:
+        return x + bar_w + 4, ""
+    return x - 4, " text-anchor='end'"
 
 
 def _timeline(transcript: Transcript) -> str:
@@ -190,7 +203,6 @@ def _timeline(transcript: Transcript) -> str:
             f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{width}'"
             f" height='{axis_y + 22}' role='img' aria-label='task timeline'>"
         ),
-        *drawn,
     ]
     for tick in range(6):
         value = end * tick / 5
@@ -199,6 +211,7 @@ def _timeline(transcript: Transcript) -> str:
             f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' stroke='#eee'/>"
             f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{value:g} s</text>"
         )
+    out.extend(drawn)
     for when in found.restarts[:20]:
         x = _LABEL_W + when * scale
         out.append(
