@@ -152,3 +152,8 @@ def test_iterations_after_a_restart_are_a_second_run() -> None:
 )
 def test_pictures_doc_examples_run(code: str) -> None:
     exec(compile(code, "docs/pictures.md", "exec"), {"__name__": "pictures"})  # noqa: S102
+
+
+def test_a_plain_tool_call_is_a_self_arrow_with_its_result() -> None:
+    lines = loopsim.render_mermaid(_run("tool_calls")).splitlines()
+    assert "    A1->>A1: t=0 add(a=2, b=3) = 5" in lines

@@ -246,6 +246,7 @@ class _Sequence:
         self.hosts = {call.index: call for call in host_calls(self.events)}
         self.items: list[_Item] = []
         self.open_calls: dict[str, tuple[str, str | None, Any]] = {}
+        self.own_calls: dict[str, tuple[int, str]] = {}
 
     def add(self, line: str, time: float, **extra: Any) -> None:
         self.items.append(_Item(f"    {line}", time, **extra))
@@ -301,10 +302,13 @@ class _Sequence:
         name = str(d.get("name"))
         provider = self.cast.provider_of(name)
         self.open_calls[str(d.get("call_id"))] = (name, provider, d.get("arguments"))
-        text = _m(f"{t} {_call_text(name, d.get('arguments'), provider)}")
+        call = f"{t} {_call_text(name, d.get('arguments'), provider)}"
         if provider is None:
-            self.add(f"{agent}->>{agent}: {text}", event.time)
+            # A self-arrow; its result is added to it when it comes (see tool_result).
+            self.own_calls[str(d.get("call_id"))] = (len(self.items), call)
+            self.add(f"{agent}->>{agent}: {_m(call)}", event.time)
             return
+        text = _m(call)
         tag = None
         if name.endswith(_WAIT_SUFFIX):
             tag = ("wait", agent, _j(d.get("arguments")))
@@ -315,6 +319,17 @@ class _Sequence:
         name, provider, arguments = self.open_calls.pop(
             str(d.get("call_id")), (str(d.get("name")), None, None)
         )
+        own = self.own_calls.pop(str(d.get("call_id")), None)
+        if own is not None:
+            index, call = own
+            agent = self.cast.pid("agent", d.get("agent"))
+            outcome = (
+                f" raised {_j(d.get('error'))}"
+                if d.get("error") is not None
+                else f" = {_j(d.get('result'))}"
+            )
+            self.items[index].line = f"    {agent}->>{agent}: {_m(call + outcome, 80)}"
+            return
         if provider is None or name.endswith(_QUIET_RESULTS):
             return
         agent = self.cast.pid("agent", d.get("agent"))
