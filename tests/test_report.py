@@ -237,3 +237,8 @@ def test_show_max_events_limits_every_format(
         f"%% ... {total - 6} more event(s) not shown (--max-events 6)\n"
     )
     assert main(["show", str(path), "--max-events", "-1"]) == 2
+
+
+def test_cli_help_lists_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert re.search(r"^\s+report\s", capsys.readouterr().out, flags=re.MULTILINE)

@@ -56,7 +56,8 @@ def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
         "show",
         help="render a transcript as text, a Mermaid sequence diagram or a task timeline",
         description="Render a *.transcript.json file: text (one event per line), mermaid "
-        "(sequence diagram) or timeline (Mermaid gantt of background tasks).",
+        "(sequence diagram: host calls, loops, agents, task provider, evaluators) or "
+        "timeline (Mermaid gantt of loop iterations and background-task runs).",
     )
     parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text")
