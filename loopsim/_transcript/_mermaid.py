@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._clients._recording import message_summary
+from .._clients._replay import comparable_message
 from .._invariants import TIMEOUT_PREFIX, WAIT_TOOL
 from ._model import Transcript, TranscriptEvent
-from ._render import _RequestTails
 from ._spans import Span, spans
 
 __all__ = ["HostCall", "host_calls", "render_mermaid", "render_timeline"]
@@ -87,6 +87,28 @@ def _host_input(message: dict[str, Any]) -> str:
     return message_summary(message).partition(": ")[2]
 
 
+class _Seen:
+    """Per (agent, session): the messages the model saw, to find what a request adds."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+
+    def new_tail(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        key = (data.get("agent"), data.get("session"))
+        messages: list[dict[str, Any]] = list(data.get("messages") or ())
+        common = 0
+        for a, b in zip(self.seen.get(key, []), messages, strict=False):
+            if comparable_message(a) != comparable_message(b):
+                break
+            common += 1
+        self.seen[key] = list(messages)
+        return messages[common:]
+
+    def answered(self, data: dict[str, Any]) -> None:
+        key = (data.get("agent"), data.get("session"))
+        self.seen.setdefault(key, []).extend(data.get("messages") or ())
+
+
 @dataclass(frozen=True)
 class HostCall:
     """One call of the host (the caller) into the top agent or loop.
@@ -110,7 +132,7 @@ def host_calls(events: Sequence[TranscriptEvent]) -> list[HostCall]:
     model request brings a new user message that is not a tool result.
     """
     top_session: Any = None
-    tails = _RequestTails()
+    tails = _Seen()
     has_loop = any(e.kind == "loop_iteration_start" for e in events)
     last_iteration: dict[str, int] = {}
     pending: tuple[int, float, str] | None = None
@@ -126,7 +148,7 @@ def host_calls(events: Sequence[TranscriptEvent]) -> list[HostCall]:
                 pending = (index, event.time, loop)
             last_iteration[loop] = iteration
         elif event.kind == "model_request":
-            _, tail, _ = tails.request(d)
+            tail = tails.new_tail(d)
             if top_session is None:
                 top_session = d.get("session")
             if d.get("session") != top_session:
@@ -140,7 +162,7 @@ def host_calls(events: Sequence[TranscriptEvent]) -> list[HostCall]:
                 target = ("agent", str(d.get("agent")))
                 calls.append(HostCall(index, event.time, target, _host_input(fresh[-1])))
         elif event.kind == "model_response":
-            tails.response(d)
+            tails.answered(d)
     if pending is not None:
         calls.append(HostCall(pending[0], pending[1], ("loop", pending[2]), ""))
     return calls
