@@ -568,6 +568,11 @@ def render_timeline(transcript: Transcript) -> str:
     for lane, bars in lanes.items():
         lines.append(f"    section {_gantt(lane)}")
         lines.extend(_gantt_bar(bar) for bar in bars)
+    if not lanes:
+        # Mermaid draws an empty gantt with NaN grid lines (console errors): say so instead.
+        lines.append("    section run")
+        end = _ms(found.end)
+        lines.append(f"    no loop iterations or background tasks : milestone, none, {end}, {end}")
     for n, when in enumerate(found.restarts, start=1):
         lines.append(f"    process restart : vert, restart_{n}, {_ms(when)}, {_ms(when)}")
     return "\n".join(lines) + "\n"
