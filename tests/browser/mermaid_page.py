@@ -35,6 +35,7 @@ mermaid.initialize({startOnLoad: false, securityLevel: "strict"});
       box.insertAdjacentHTML("beforeend", svg);
       const root = box.querySelector("svg");
       entry.height = root.getBoundingClientRect().height;
+      if (root.querySelector(".error-icon, .error-text")) entry.error = "Mermaid drew its error picture";
       for (const rect of root.querySelectorAll("rect.task")) {
         const item = {
           id: rect.id,
