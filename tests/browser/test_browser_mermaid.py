@@ -45,6 +45,16 @@ parent: {agent: boss, background_agents: [slow], wait_timeout: 5}
 steps: [{run: go}]
 """
 
+#: What the timeline used to write (``dateFormat X``, seconds): Mermaid 11 misplaces it.
+SECONDS_CONTROL = """gantt
+    dateFormat X
+    axisFormat %s
+    section s
+    a : t1, 0, 10
+    b : t2, 15, 35
+    c : t3, 40, 60
+"""
+
 #: Mermaid 11's gantt classes per status (see loopsim._transcript._mermaid._TAGS).
 CLASSES = {
     "iteration": "task",
@@ -78,13 +88,14 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name, transcript in transcripts.items():
         diagrams[f"{name}.sequence"] = loopsim.render_mermaid(transcript)
         diagrams[f"{name}.timeline"] = loopsim.render_timeline(transcript)
+    diagrams["control.timeline"] = SECONDS_CONTROL
     results, page = render_all(diagrams, tmp_path_factory.mktemp("mermaid"))
     return {"transcripts": transcripts, "results": results, "console": page.console}
 
 
 def test_mermaid_renders_every_diagram_without_an_error(rendered: dict[str, Any]) -> None:
     results = rendered["results"]
-    assert len(results) == 2 * len(rendered["transcripts"])
+    assert len(results) == 2 * len(rendered["transcripts"]) + 1
     errors = {name: r["error"] for name, r in results.items() if r["error"] is not None}
     assert errors == {}
     assert rendered["console"] == []
@@ -181,3 +192,13 @@ def test_long_runs_fold(rendered: dict[str, Any]) -> None:
     assert results["many_waits.sequence"]["height"] < 1200
     unfolded = loopsim.render_mermaid(rendered["transcripts"]["long_loop"], fold=False)
     assert unfolded.count("->>A1: t=") == 24
+
+
+def test_the_position_check_catches_a_misread_time_format(rendered: dict[str, Any]) -> None:
+    # The same check as above, on what `dateFormat X` makes of three bars: it fails.
+    bars = {b["id"].split("-", 1)[1]: b for b in rendered["results"]["control.timeline"]["bars"]}
+    times = {"t1": (0, 10), "t2": (15, 35), "t3": (40, 60)}
+    points = [(times[k][0], b["x"]) for k, b in bars.items()]
+    points += [(times[k][1], b["x"] + b["width"]) for k, b in bars.items()]
+    a, b = _fit(points)
+    assert max(abs(a + b * t - x) for t, x in points) > 20
