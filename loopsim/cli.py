@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._clients import ReplayChatClient
 from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
 from ._files import write_atomic
+from ._report._cli import add_report_parser
 from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
@@ -408,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
         command=functools.partial(cmd_replay, replay=transcript_replay)
     )
     add_check_evaluator_parser(sub)
+    add_report_parser(sub)
     return parser
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKEND_OPTION",
     "ENGINE_OPTION",
+    "REPORT_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
@@ -56,6 +57,7 @@ ENGINE_OPTION = "--loopsim-engine"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
+REPORT_OPTION = "--loopsim-report"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
@@ -105,8 +107,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "snapshot}` (__snapshots__/<scenario>.transcript.txt) instead of comparing",
     )
 
+    group.addoption(
+        REPORT_OPTION,
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of every scenario run (suite table, "
+        "timelines, evaluator decisions, model calls, failures) to FILE",
+    )
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption(REPORT_OPTION, None) and not hasattr(config, "workerinput"):
+        from ._report._pytest import ReportCollector  # noqa: PLC0415 - only when asked
+
+        config.pluginmanager.register(
+            ReportCollector(config.getoption(REPORT_OPTION)), "loopsim-report"
+        )
     config.addinivalue_line(
         "markers",
         "loopsim(backend='asyncio', seed=0, wall_clock=True): run this async test on "
@@ -193,6 +209,11 @@ class ScenarioItem(pytest.Item):
         else:
             result = run_scenario(loaded, **options)
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
+        if config.getoption(REPORT_OPTION, None):
+            from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
+
+            entry = entry_from_result(result, description=loaded.scenario.description or "")
+            self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = result.write_transcript(Path(folder))
