@@ -20,8 +20,7 @@ except ImportError:  # pragma: no cover
     from benchmarks.bench_suites import scenario_text
 
 from loopsim._report import SCENARIO_BYTES_MAX, ReportEntry, build_report, entry_from_result
-from loopsim._scenario._loader import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario_text, run_scenario
 
 BUILD_TARGET_S = 2.0
 

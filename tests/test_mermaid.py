@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import loopsim
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import run_scenario
 
 ROOT = Path(__file__).parent.parent
 SCENARIOS = ROOT / "scenarios"

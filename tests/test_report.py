@@ -17,8 +17,7 @@ from loopsim._report import (
     entry_from_transcript,
     entry_to_dict,
 )
-from loopsim._scenario._loader import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario_text, run_scenario
 from loopsim.cli import main
 
 pytest_plugins = ["pytester"]

@@ -55,8 +55,7 @@ def _files(paths: list[str]) -> Iterator[Path]:
 
 def _entry(path: Path) -> ReportEntry:
     if path.name.endswith(_SCENARIO_SUFFIXES):
-        from .._scenario import load_scenario  # noqa: PLC0415 - the scenario layer is above
-        from .._scenario._runner import run_scenario  # noqa: PLC0415
+        from .._scenario import load_scenario, run_scenario  # noqa: PLC0415 - keep startup light
 
         loaded = load_scenario(path)
         started = time.perf_counter()

@@ -9,7 +9,7 @@ from .._transcript import Transcript
 from ._html import ReportEntry
 
 if TYPE_CHECKING:
-    from .._scenario._runner import ScenarioResult
+    from .._scenario import ScenarioResult
 
 __all__ = ["entry_from_dict", "entry_from_result", "entry_to_dict"]
 

@@ -18,9 +18,7 @@ import pytest
 from mermaid_page import render_all
 
 import loopsim
-from loopsim._scenario import load_scenario
-from loopsim._scenario._loader import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
 from loopsim._transcript._mermaid import host_calls
 from loopsim._transcript._spans import spans
 

@@ -10,9 +10,7 @@ import pytest
 from chromium_page import load
 
 from loopsim._report import build_report, entry_from_result
-from loopsim._scenario import load_scenario
-from loopsim._scenario._loader import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
 
 SCENARIOS = sorted((Path(__file__).parents[2] / "scenarios").glob("*.loopsim.yaml"))
 HOSTILE = (
