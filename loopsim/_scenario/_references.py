@@ -8,13 +8,16 @@ from typing import Any
 
 from ._schema import (
     AgentSpec,
+    ApprovalStep,
     CoordinatorPolicy,
     CustomEvaluatorSpec,
     ReleaseStep,
+    RunStep,
     Scenario,
+    StepExpect,
     describe,
 )
-from ._source import Loc, Located
+from ._source import Loc, Located, format_location
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
 
@@ -115,37 +118,69 @@ def check_references(scenario: Scenario, where: Located) -> None:
             ("steps",), "the steps never run the parent", expected="at least one `run:` step"
         )
 
-    for key in ("expect", "always"):
-        expect = getattr(scenario, key)
-        if expect is None:
-            continue
-        for name in expect.calls:
-            if name not in scenario.agents and name != "judge":
-                known(name, (key, "calls", name))
-        if expect.iterations is not None and scenario.loop is None:
-            raise where.error(
-                (key, "iterations"),
-                "iterations are counted by a loop, and this scenario has no `loop`",
-                expected=f"a `loop:` section, or no `{key}.iterations`",
-            )
-        if expect.stop_reason is not None and scenario.loop is None:
-            raise where.error(
-                (key, "stop_reason"),
-                "a stop reason is reported by a loop, and this scenario has no `loop`",
-                expected=f"a `loop:` section, or no `{key}.stop_reason`",
-            )
-        if expect.tasks and not has_background:
-            raise where.error(
-                (key, "tasks"),
-                "task statuses need background agents (parent.background_agents)",
-                expected="parent.background_agents to be non-empty",
-            )
+    blocks: list[tuple[Loc, StepExpect]] = [
+        ((key,), getattr(scenario, key))
+        for key in ("expect", "always")
+        if getattr(scenario, key) is not None
+    ]
+    blocks.extend(
+        (("steps", index, "expect"), step.expect)
+        for index, step in enumerate(scenario.steps)
+        if isinstance(step, (RunStep, ApprovalStep)) and step.expect is not None
+    )
+    for loc, expect in blocks:
+        _check_expect(scenario, loc, expect, known, where)
+    _check_instants(scenario, where)
     if scenario.always is not None and scenario.always.transcript is not None:
         raise where.error(
             ("always", "transcript"),
             "a transcript snapshot is one run's transcript, and `always:` holds for every draw",
             expected="`transcript: snapshot` under `expect:` (the file as written)",
         )
+
+
+def _check_expect(
+    scenario: Scenario, loc: Loc, expect: StepExpect, known: Any, where: Located
+) -> None:
+    label = format_location(loc)
+    for name in expect.calls or {}:
+        if name not in scenario.agents and name != "judge":
+            known(name, (*loc, "calls", name))
+    for key, what in (
+        ("iterations", "iterations are counted by a loop"),
+        ("stop_reason", "a stop reason is reported by a loop"),
+    ):
+        if getattr(expect, key) is not None and scenario.loop is None:
+            raise where.error(
+                (*loc, key),
+                f"{what}, and this scenario has no `loop`",
+                expected=f"a `loop:` section, or no `{label}.{key}`",
+            )
+    if not scenario.parent.background_agents:
+        for key in ("tasks", "task_counts", "task_history"):
+            if getattr(expect, key) is not None:
+                raise where.error(
+                    (*loc, key),
+                    "task statuses need background agents (parent.background_agents)",
+                    expected="parent.background_agents to be non-empty",
+                )
+
+
+def _check_instants(scenario: Scenario, where: Located) -> None:
+    """Steps with an instant (``at:`` / ``until:``) come in time order."""
+    latest: tuple[float, int] | None = None
+    for index, step in enumerate(scenario.steps):
+        at = getattr(step, "at", None)
+        if at is None:
+            continue
+        if latest is not None and at < latest[0]:
+            raise where.error(
+                ("steps", index),
+                f"this step happens at t={at:g}s, before step {latest[1] + 1} at "
+                f"t={latest[0]:g}s: steps with an instant must come in time order",
+                expected=f"an instant >= {latest[0]:g}",
+            )
+        latest = (at, index)
 
 
 def _check_agent(

@@ -36,7 +36,29 @@ from ._source import LoadedScenario
 if TYPE_CHECKING:
     from .._background._ties import TieBreaker
 
-__all__ = ["Execution", "Outcome", "execute"]
+__all__ = [
+    "Execution",
+    "Outcome",
+    "Snapshot",
+    "execute",
+    "recorded_statuses",
+    "response_text",
+    "surfaced_text",
+]
+
+
+@dataclass
+class Snapshot:
+    """What held when one step with its own ``expect:`` had ended."""
+
+    response: AgentResponse | None
+    error: BaseException | None
+    tasks: dict[int, str]
+    calls: dict[str, int]
+    elapsed: float
+    #: how many events had been recorded when the step began, and when it ended
+    first: int
+    events: int
 
 
 @dataclass
@@ -45,41 +67,212 @@ class Outcome:
     error: BaseException | None = None
     error_step: int | None = None
     tasks: dict[int, str] = field(default_factory=dict)
+    #: the events recorded so far (the run stage reads task statuses from them)
+    events: list[Event] = field(default_factory=list)
+    #: step index -> what held when it ended (steps with their own ``expect:``)
+    snapshots: dict[int, Snapshot] = field(default_factory=dict)
+    #: (step index, what it did not do): steps that changed nothing
+    warnings: list[tuple[int, str]] = field(default_factory=list)
+    #: (step index, number of events before it began, number when it ended)
+    spans: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def recorded_statuses(events: Sequence[Event]) -> dict[int, str]:
+    """The latest status each task was recorded with (``cleared`` included)."""
+    statuses: dict[int, str] = {}
+    for event in events:
+        if event.kind == "task_status":
+            statuses[int(event.data["task_id"])] = str(event.data["status"])
+    return statuses
+
+
+def _now() -> float:
+    trace = _trace.active()
+    return 0.0 if trace is None else trace.time()
+
+
+class _Call:
+    """One host call in flight: its step, input, and how it ended."""
+
+    def __init__(self, index: int, message: Any, begin: int) -> None:
+        self.index = index
+        self.message = message
+        self.begin = begin
+        self.scope = anyio.CancelScope()
+        self.finished = anyio.Event()
+        self.interrupted = False
+        self.ended_at: float | None = None
+        self.failed = False
+
+    async def run(self, world: World, session: Any, outcome: Outcome) -> None:
+        try:
+            with self.scope:
+                self.failed = not await _run(world, session, self.message, outcome, self.index)
+                self.ended_at = _now()
+                if not self.interrupted:
+                    outcome.spans.append((self.index, self.begin, len(outcome.events)))
+                    _snapshot(world, outcome, self.index, self.begin)
+        finally:
+            self.finished.set()
+
+
+def _snapshot(world: World, outcome: Outcome, index: int, begin: int) -> None:
+    step = world.scenario.steps[index]
+    if getattr(step, "expect", None) is None:
+        return
+    outcome.snapshots[index] = Snapshot(
+        response=outcome.response,
+        error=outcome.error if outcome.error_step == index else None,
+        tasks=recorded_statuses(outcome.events),
+        calls=world.calls(),
+        elapsed=_now(),
+        first=begin,
+        events=len(outcome.events),
+    )
+
+
+class _Host:
+    """The host process: its session, the call in flight, the steps it takes."""
+
+    def __init__(self, world: World, outcome: Outcome) -> None:
+        self.world = world
+        self.outcome = outcome
+        self.session: Any = None
+        self.inflight: _Call | None = None
+        self.last_call: _Call | None = None
+        self.group: Any = None
+
+    def running_tasks(self) -> list[int]:
+        statuses = recorded_statuses(self.outcome.events)
+        return sorted(t for t, s in statuses.items() if s == "running")
+
+    def warn(self, index: int, message: str) -> None:
+        self.outcome.warnings.append((index, message))
+
+    def start(self, index: int, message: Any, begin: int | None = None) -> None:
+        call = _Call(index, message, self.begin if begin is None else begin)
+        self.inflight = self.last_call = call
+        self.group.start_soon(call.run, self.world, self.session, self.outcome)
+
+    @property
+    def begin(self) -> int:
+        return len(self.outcome.events)
+
+    async def settle(self) -> bool:
+        """Wait for the call in flight; False when it failed (the steps stop there)."""
+        call = self.inflight
+        if call is None:
+            return True
+        await call.finished.wait()
+        self.inflight = None
+        return not call.failed
+
+    def ended(self) -> bool:
+        """Forget a call that has ended on its own; False when it failed."""
+        call = self.inflight
+        if call is not None and call.finished.is_set():
+            self.inflight = None
+            return not call.failed
+        return True
+
+    async def step(self, index: int, step: Any) -> bool:
+        at = getattr(step, "at", None)
+        if at is None:
+            if not await self.settle():
+                return False
+        else:
+            now = _now()
+            if at > now:
+                await anyio.sleep(at - now)
+            elif isinstance(step, AdvanceStep):
+                self.warn(
+                    index,
+                    f"advance until t={at:g}s changed nothing: the clock was already at t={now:g}s",
+                )
+            if not self.ended():
+                return False
+        begin = self.begin
+        if isinstance(step, RunStep):
+            self.start(index, step.run)
+            return True
+        if isinstance(step, ApprovalStep):
+            message = _approval_answer(self.outcome.response, approved=step.approve)
+            if not message.contents:
+                self.warn(index, "no approval request was pending, so there was nothing to answer")
+            self.start(index, message)
+            return True
+        if isinstance(step, AdvanceStep):
+            if step.advance is not None:
+                if step.advance == 0:
+                    self.warn(index, "advance: 0 lets no virtual time pass")
+                await anyio.sleep(step.advance)
+        elif isinstance(step, RestartStep):
+            await self.restart(index, step)
+        elif isinstance(step, ReleaseStep):
+            if not self.running_tasks():
+                self.warn(
+                    index,
+                    f"release_session at t={_now():g}s found no background task running, "
+                    "so there was nothing to release",
+                )
+            await self.world.provider.release_session(
+                self.session, cancel_running=step.cancel_running
+            )
+        self.outcome.spans.append((index, begin, self.begin))
+        return True
+
+    async def restart(self, index: int, step: RestartStep) -> None:
+        world = self.world
+        call = self.inflight
+        running = self.running_tasks()
+        if call is None and not running:
+            ended = self.last_call.ended_at if self.last_call is not None else None
+            after = "" if ended is None else f" (the last host call had returned at t={ended:g}s)"
+            self.warn(
+                index,
+                f"the restart at t={_now():g}s found nothing running: no host call in flight "
+                f"and no background task running, so nothing was lost{after}",
+            )
+        snapshot = world.top.serialize_session(self.session)
+        if step.at is None:
+            _trace.emit("process_restart")
+        else:
+            _trace.emit("process_restart", at=step.at, interrupted=call is not None)
+        if call is not None:
+            # the host call dies with the process; the host makes it again afterwards
+            call.interrupted = True
+            call.scope.cancel()
+            await call.finished.wait()
+            self.inflight = None
+        if world.provider is not None:
+            # the old process is gone: its child runs die with it
+            await world.provider.release_session(self.session, cancel_running=True)
+        world.build()
+        self.session = world.top.deserialize_session(snapshot)
+        if call is not None:
+            self.start(call.index, call.message, call.begin)
 
 
 async def _drive(world: World, outcome: Outcome) -> None:
     world.build()
-    top = world.top
-    scenario = world.scenario
-    session = top.create_session()
+    host = _Host(world, outcome)
+    host.session = world.top.create_session()
     try:
-        for index, step in enumerate(scenario.steps):
-            if isinstance(step, RunStep):
-                if not await _run(world, session, step.run, outcome, index):
+        async with anyio.create_task_group() as group:
+            host.group = group
+            for index, step in enumerate(world.scenario.steps):
+                if not await host.step(index, step):
                     break
-            elif isinstance(step, AdvanceStep):
-                await anyio.sleep(step.advance)
-            elif isinstance(step, ApprovalStep):
-                message = _approval_answer(outcome.response, approved=step.approve)
-                if not await _run(world, session, message, outcome, index):
-                    break
-            elif isinstance(step, RestartStep):
-                snapshot = world.top.serialize_session(session)
-                _trace.emit("process_restart")
-                if world.provider is not None:
-                    # the old process is gone: its child runs die with it
-                    await world.provider.release_session(session, cancel_running=True)
-                world.build()
-                session = world.top.deserialize_session(snapshot)
-            elif isinstance(step, ReleaseStep):
-                await world.provider.release_session(session, cancel_running=step.cancel_running)
+            await host.settle()
         if world.provider is not None:
-            outcome.tasks = {t.task_id: t.status.value for t in world.provider.tasks(session)}
+            tasks = {t.task_id: t.status.value for t in world.provider.tasks(host.session)}
+            cleared = {t: s for t, s in recorded_statuses(outcome.events).items() if s == "cleared"}
+            outcome.tasks = dict(sorted({**cleared, **tasks}.items()))
     finally:
         if world.provider is not None:
             # End of the host process: stop what still runs so nothing leaks.
             with anyio.CancelScope(shield=True):
-                await world.provider.release_session(session, cancel_running=True)
+                await world.provider.release_session(host.session, cancel_running=True)
 
 
 async def _run(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:
@@ -178,8 +371,11 @@ class Execution:
 
     @property
     def response_text(self) -> str | None:
-        response = self.outcome.response
-        return None if response is None else response.text
+        return response_text(self.outcome.response)
+
+    @property
+    def surfaced_text(self) -> str | None:
+        return surfaced_text(self.outcome.response)
 
     @property
     def calls(self) -> dict[str, int]:
@@ -188,6 +384,21 @@ class Execution:
     @property
     def tasks(self) -> dict[int, str]:
         return self.outcome.tasks
+
+
+def response_text(response: AgentResponse | None) -> str | None:
+    """The response's own text: its messages' texts joined by newlines, without the
+    messages the loop injected (its feedback prompts, written as the user)."""
+    if response is None:
+        return None
+    return "\n".join(m.text for m in response.messages if m.role != "user" and m.text)
+
+
+def surfaced_text(response: AgentResponse | None) -> str | None:
+    """Every message the host was shown, the loop's injected ones too, joined by newlines."""
+    if response is None:
+        return None
+    return "\n".join(m.text for m in response.messages if m.text)
 
 
 def execute(
@@ -208,10 +419,10 @@ def execute(
     ties = _Ties(scenario.ties, trace, tie_breaker)
     trace.resources[TIE_BREAKER] = ties
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
-    events: list[Event] = []
+    outcome = Outcome()
+    events = outcome.events
     unsubscribe = trace.subscribe(events.append)
     world = World(loaded, models)
-    outcome = Outcome()
     clock = VirtualClock(seed=seed, wall_clock=scenario.wall_clock)
     try:
         clock.run(_drive, world, outcome, backend=backend, trace=trace)

@@ -12,6 +12,7 @@ from ._agents import (
     AgentSpec,
     CoordinatorPolicy,
     EchoPolicy,
+    FunctionInvocationSpec,
     ParentSpec,
     PolicySpec,
     ToolCallSpec,
@@ -29,7 +30,7 @@ from ._base import (
     Backend,
     describe,
 )
-from ._expect import ExpectSpec, RangeSpec, ResponseExpect
+from ._expect import EVENT_FIELDS, EventCount, ExpectSpec, RangeSpec, ResponseExpect, StepExpect
 from ._loop import (
     AIJudgeSpec,
     BackgroundTaskCompletionSpec,
@@ -47,6 +48,7 @@ __all__ = [
     "BACKENDS",
     "BUILTIN_EVALUATORS",
     "BUILTIN_POLICIES",
+    "EVENT_FIELDS",
     "SCHEMA_VERSION",
     "STOP_REASONS",
     "TASK_STATUSES",
@@ -62,7 +64,9 @@ __all__ = [
     "DelegateSpec",
     "EchoPolicy",
     "EvaluatorSpec",
+    "EventCount",
     "ExpectSpec",
+    "FunctionInvocationSpec",
     "LoopSpec",
     "ParentSpec",
     "PolicySpec",
@@ -72,6 +76,7 @@ __all__ = [
     "RestartStep",
     "RunStep",
     "Scenario",
+    "StepExpect",
     "StepSpec",
     "ToolCallSpec",
     "ToolSpec",

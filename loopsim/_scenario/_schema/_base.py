@@ -21,7 +21,7 @@ BUILTIN_POLICIES = ("echo", "coordinator")
 Backend = Literal["asyncio", "trio"]
 BACKENDS: tuple[Backend, ...] = ("asyncio", "trio")
 STOP_REASONS = ("evaluators_stopped", "max_iterations", "approval_pending", "error", "cancelled")
-TASK_STATUSES = ("running", "completed", "failed", "lost")
+TASK_STATUSES = ("running", "completed", "failed", "lost", "cleared")
 
 
 def describe(value: Any) -> str:

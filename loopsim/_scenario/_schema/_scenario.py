@@ -58,6 +58,9 @@ class Scenario(StrictModel):
     #: order) of the task the parent observes first; later ties follow the seeded rng.
     #: ``vary:`` draws ignore it: they draw every tie.
     ties: list[Count] = Field(default_factory=list)
+    #: steps that changed nothing (a restart that found nothing running, ...) fail the
+    #: scenario instead of being reported as warnings
+    strict: Flag = False
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""

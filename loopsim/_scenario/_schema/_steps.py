@@ -4,43 +4,101 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Discriminator, Tag
+from pydantic import BaseModel, BeforeValidator, Discriminator, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import Flag, Seconds, StrictModel, Text, describe
+from ._expect import StepExpect
 
 # -- steps ----------------------------------------------------------------------------------
 
 
 class RunStep(StrictModel):
-    """``run: <input>`` — one call of the host into the parent (or the loop)."""
+    """``run: <input>`` — one call of the host into the parent (or the loop).
+
+    ``expect:`` checks what holds when this call has returned.
+    """
 
     run: Text
+    expect: StepExpect | None = None
 
 
 class AdvanceStep(StrictModel):
-    """``advance: <seconds>`` — let virtual time pass (background tasks keep running)."""
+    """``advance: <seconds>`` — let virtual time pass (background tasks keep running);
+    ``advance: {until: <instant>}`` — until that instant, even while a call is in flight."""
 
-    advance: Seconds
+    advance: Seconds | None = None
+    until: Seconds | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _until(cls, value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("advance"), dict):
+            return {**value["advance"], "advance": None, **_rest(value, "advance")}
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> AdvanceStep:
+        if (self.advance is None) == (self.until is None):
+            raise PydanticCustomError(
+                "advance",
+                "expected advance: <seconds> or advance: {{until: <instant>}}",
+            )
+        return self
+
+    @property
+    def at(self) -> float | None:
+        return self.until
 
 
 class ApprovalStep(StrictModel):
     """``approve: true|false`` — answer the pending approval requests of the last response."""
 
     approve: Flag
+    expect: StepExpect | None = None
 
 
 class RestartStep(StrictModel):
-    """``restart`` — serialize the parent session, drop the runtime, restore (tasks → lost)."""
+    """``restart`` — serialize the parent session, drop the runtime, restore (tasks → lost).
+
+    ``restart: {at: <instant>}`` happens at that virtual instant, during a call in flight.
+    """
 
     restart: Literal[True] = True
+    at: Seconds | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _at(cls, value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("restart"), dict):
+            return {**value["restart"], "restart": True, **_rest(value, "restart")}
+        return value
 
 
 class ReleaseStep(StrictModel):
-    """``release_session`` — release the background runtime of the parent session."""
+    """``release_session`` — release the background runtime of the parent session.
+
+    ``release_session: {at: <instant>, cancel_running: false}`` is the mapping form.
+    """
 
     release_session: Literal[True] = True
     cancel_running: Flag = True
+    at: Seconds | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _at(cls, value: Any) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("release_session"), dict):
+            return {
+                **value["release_session"],
+                "release_session": True,
+                **_rest(value, "release_session"),
+            }
+        return value
+
+
+def _rest(value: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k != key}
 
 
 _STEP_KEYS = ("run", "advance", "approve", "restart", "release_session")
