@@ -145,7 +145,7 @@ class ScenarioItem(pytest.Item):
 
         config = self.config
         try:
-            loaded = load_scenario(self.path)
+            loaded = load_scenario(self.path, rootdir=self.config.rootpath)
         except ScenarioError:
             self.user_properties.append(("loopsim_invalid", True))
             raise

@@ -7,7 +7,6 @@ the background provider and the loop are rebuilt by :meth:`World.build`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from .._agents import Agent, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
 from .._messages import FunctionCallContent, Message, Usage
+from ._imports import import_object
 from ._policies import coordinator_client, echo_client
 from ._schema import (
     AgentSpec,
@@ -104,6 +104,14 @@ def _tools(agent: AgentSpec) -> list[FunctionTool]:
             if turn.approval_request is not None and call.name not in specs:
                 specs[call.name] = ToolSpec(approval_required=True)
     return [_tool(name, spec, used.get(name, set())) for name, spec in specs.items()]
+
+
+def _tool_loop(agent: AgentSpec) -> dict[str, Any]:
+    """The agent's ``function_invocation_configuration`` as Agent keyword arguments."""
+    config = agent.function_invocation_configuration
+    if config is None:
+        return {}
+    return {"function_invocation_configuration": config.model_dump()}
 
 
 def _verdict(verdict: Any) -> str:
@@ -200,6 +208,7 @@ class World:
                 instructions=spec.instructions,
                 description=spec.description,
                 tools=_tools(spec),
+                **_tool_loop(spec),
             )
         spec = scenario.agents[parent.agent]
         children = [agents[n] for n in parent.background_agents]
@@ -224,6 +233,7 @@ class World:
             tools=_tools(spec),
             context_providers=providers,
             history_store=parent.history_store,
+            **_tool_loop(spec),
         )
         loop = scenario.loop
         if loop is None:
@@ -290,7 +300,9 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                built.append(_import(chosen.import_path)(**chosen.options))
+                built.append(
+                    import_object(chosen.import_path, self.loaded.folders)(**chosen.options)
+                )
         return built
 
     def _harness(self, spec: AgentSpec, children: list[Agent]) -> Any:
@@ -373,11 +385,3 @@ class World:
             if decisions.used < len(decisions.decisions)
         )
         return out
-
-
-def _import(import_path: str) -> Callable[..., Any]:
-    module_name, _, attr = import_path.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target  # type: ignore[no-any-return] # checked by the loader

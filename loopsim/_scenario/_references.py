@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import importlib
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from ._imports import UserCodeError, check_options, import_object
 from ._schema import (
     AgentSpec,
     ApprovalStep,
@@ -31,7 +33,7 @@ BACKGROUND_TOOLS = (
 )
 
 
-def check_references(scenario: Scenario, where: Located) -> None:
+def check_references(scenario: Scenario, where: Located, folders: Sequence[Path] = ()) -> None:
     names = list(scenario.agents)
     seen: dict[str, str] = {}
     for name in names:
@@ -77,6 +79,12 @@ def check_references(scenario: Scenario, where: Located) -> None:
         children_seen[child.casefold()] = index
 
     has_background = bool(parent.background_agents)
+    if parent.harness and scenario.agents[parent.agent].function_invocation_configuration:
+        raise where.error(
+            ("agents", parent.agent, "function_invocation_configuration"),
+            "the harness parent keeps the default tool loop; this setting would be ignored",
+            expected="function_invocation_configuration on non-harness agents only",
+        )
     for name, agent in scenario.agents.items():
         _check_agent(name, agent, scenario, where, is_parent=name == parent.agent)
 
@@ -92,7 +100,13 @@ def check_references(scenario: Scenario, where: Located) -> None:
                     expected="parent.background_agents to be non-empty",
                 )
             if isinstance(chosen, CustomEvaluatorSpec):
-                _check_import(chosen.import_path, (*loc, chosen.import_path), where)
+                _check_import(
+                    chosen.import_path,
+                    chosen.options,
+                    (*loc, chosen.import_path),
+                    where,
+                    folders,
+                )
 
     if scenario.loop is not None and scenario.loop.should_continue and not parent.harness:
         raise where.error(
@@ -237,36 +251,30 @@ def _check_agent(
                 )
 
 
-def _check_import(import_path: str, loc: Loc, where: Located) -> None:
-    module_name, _, attr = import_path.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        raise where.error(
-            loc,
-            f"bad import path {describe(import_path)}",
-            expected="module:Class, e.g. my_project.evaluators:MyEvaluator",
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise where.error(
-            loc,
-            f"cannot import module {describe(module_name)}: {exc}",
-            expected="an importable module (is it on sys.path?)",
-        ) from None
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise where.error(
-                loc,
-                f"module {describe(module_name)} has no attribute {describe(attr)}",
-                expected="module:Class naming a LoopEvaluator subclass",
-            )
+def _check_import(
+    import_path: str, options: dict[str, Any], loc: Loc, where: Located, folders: Sequence[Path]
+) -> None:
     from .._loop import LoopEvaluator  # noqa: PLC0415 - the loop layer is only needed here
 
+    try:
+        target = import_object(import_path, folders)
+    except UserCodeError as exc:
+        raise where.error(
+            loc,
+            str(exc),
+            expected="module:Class naming an importable LoopEvaluator subclass",
+        ) from None
     if not (isinstance(target, type) and issubclass(target, LoopEvaluator)):
         raise where.error(
             loc,
             f"{import_path} is not a LoopEvaluator subclass",
             expected="module:Class naming a LoopEvaluator subclass",
+        )
+    problem = check_options(target, options)
+    if problem is not None:
+        key, message = problem
+        raise where.error(
+            loc if key is None else (*loc, key),
+            f"{import_path}: {message}",
+            expected=f"keyword arguments {target.__name__} accepts",
         )

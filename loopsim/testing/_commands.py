@@ -8,7 +8,6 @@ counterexample), 2 a bad import path, bad options, or a class that is not a
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
@@ -30,7 +29,9 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
             "context gives the same decision, it does not change the context, it tolerates "
             "empty, tool-only and approval responses, it does not block on the virtual clock, "
             "and it lets a scripted agent that completes stop the loop before its cap. "
-            "The current directory is importable."
+            "The module is imported as scenario files import theirs: the current folder "
+            "and the rootdir found from it (the nearest folder upwards with pytest.ini, "
+            "pyproject.toml, tox.ini or setup.cfg) are importable."
         ),
     )
     parser.add_argument("target", metavar="module:Class", help="the evaluator class to check")
@@ -56,22 +57,17 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def import_evaluator(target: str) -> Any:
-    """Import ``module:Class``; raises ``ValueError`` saying what is wrong."""
+    """Import ``module:Class`` as scenario files import their evaluators: the current
+    folder and the rootdir found from it go to the front of ``sys.path`` (see
+    ``loopsim._scenario._imports``). Raises ``ValueError`` saying what is wrong, whatever
+    the module raised while importing."""
     from .._loop import LoopEvaluator  # noqa: PLC0415
+    from .._scenario._imports import UserCodeError, import_object, user_folders  # noqa: PLC0415
 
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        raise ValueError(f"bad import path {target!r}: expected module:Class")
-    if "" not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: the current directory is importable
     try:
-        found: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(found, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
-        found = getattr(found, part)
+        found = import_object(target, user_folders(None))
+    except UserCodeError as exc:
+        raise ValueError(str(exc)) from None
     if not (isinstance(found, type) and issubclass(found, LoopEvaluator)):
         raise ValueError(f"{target} is not a LoopEvaluator subclass")  # noqa: TRY004 - one error kind for the CLI
     return found
