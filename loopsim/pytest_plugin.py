@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,21 @@ class ScenarioFailedError(AssertionError):
         super().__init__(f"scenario {result.name!r} failed")
 
 
+class ScenarioStepWarning(UserWarning):
+    """A scenario step changed nothing (``strict: true`` in the file makes it a failure)."""
+
+
+def _warn_unchanged_steps(result: ScenarioResult) -> None:
+    """Report each step of ``result`` that changed nothing as a pytest warning."""
+    for warning in result.warnings:
+        warnings.warn_explicit(
+            ScenarioStepWarning(warning.render(result.path)),
+            ScenarioStepWarning,
+            filename=str(result.path or result.name),
+            lineno=warning.line or 0,
+        )
+
+
 class ScenarioItem(pytest.Item):
     """One scenario file run as a test."""
 
@@ -173,6 +189,7 @@ class ScenarioItem(pytest.Item):
         else:
             result = run_scenario(loaded, **options)
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
+        _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = result.write_transcript(Path(folder))

@@ -225,7 +225,9 @@ class _Host:
         world = self.world
         call = self.inflight
         running = self.running_tasks()
-        if call is None and not running:
+        kept = [s for s in recorded_statuses(self.outcome.events).values() if s != "cleared"]
+        timed = step.at is not None
+        if call is None and not running and (timed or (world.provider is not None and not kept)):
             ended = self.last_call.ended_at if self.last_call is not None else None
             after = "" if ended is None else f" (the last host call had returned at t={ended:g}s)"
             self.warn(
