@@ -147,7 +147,7 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
             continue
         # Messages equal to the input that the history already held (only possible when
         # the input has no id, so equality is all there is to compare).
-        before = _count(first[0].data["messages"], initial) - 1
+        before = 0 if initial.message_id else _count(first[0].data["messages"], initial) - 1
         for number, items in sorted(iterations.items()):
             requests = [
                 e for e in items if e.kind == "model_request" and e.data.get("agent") == run.loop

@@ -67,7 +67,7 @@ class RangeSpec(StrictModel):
         if self.min is not None and self.max is not None and self.min > self.max:
             raise PydanticCustomError(
                 "range",
-                "inverted range: min {low:g} > max {high:g}, so it can never hold",
+                "inverted range: min {low} > max {high}, so it can never hold",
                 {"low": self.min, "high": self.max},
             )
         return self
@@ -195,6 +195,13 @@ class StepExpect(StrictModel):
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
     error: Text | None = None
+
+    @field_validator("elapsed", mode="before")
+    @classmethod
+    def _a_range(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return RangeSpec.model_validate(value)  # its own message, not the number's
+        return value
 
     @field_validator("calls")
     @classmethod

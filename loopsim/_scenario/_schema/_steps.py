@@ -102,18 +102,26 @@ def _rest(value: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 _STEP_KEYS = ("run", "advance", "approve", "restart", "release_session")
+#: Union tags (in error locations) spelled so they never collide with the user's keys.
+_TAG_OF = {
+    "run": "RunStep",
+    "advance": "AdvanceStep",
+    "approve": "ApprovalStep",
+    "restart": "RestartStep",
+    "release_session": "ReleaseStep",
+}
 
 
 def _step_tag(value: Any) -> str | None:
     if isinstance(value, dict):
         for key in _STEP_KEYS:
             if key in value:
-                return key
+                return _TAG_OF[key]
         return None
     if isinstance(value, BaseModel):
         for key in _STEP_KEYS:
             if key in type(value).model_fields:
-                return key
+                return _TAG_OF[key]
     return None
 
 
@@ -141,11 +149,11 @@ def _expand_step(value: Any) -> Any:
 
 StepSpec = Annotated[
     Annotated[
-        Annotated[RunStep, Tag("run")]
-        | Annotated[AdvanceStep, Tag("advance")]
-        | Annotated[ApprovalStep, Tag("approve")]
-        | Annotated[RestartStep, Tag("restart")]
-        | Annotated[ReleaseStep, Tag("release_session")],
+        Annotated[RunStep, Tag("RunStep")]
+        | Annotated[AdvanceStep, Tag("AdvanceStep")]
+        | Annotated[ApprovalStep, Tag("ApprovalStep")]
+        | Annotated[RestartStep, Tag("RestartStep")]
+        | Annotated[ReleaseStep, Tag("ReleaseStep")],
         Discriminator(_step_tag),
     ],
     BeforeValidator(_expand_step),
