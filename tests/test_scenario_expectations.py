@@ -104,8 +104,10 @@ def test_task_history_lists_each_status_in_order() -> None:
     assert _failures(good) == []
     wrong = BACKGROUND + "expect:\n  task_history: {1: [running, lost]}\n"
     assert _failures(wrong) == [
-        "x.loopsim.yaml:9: expect.task_history[1]: expected task 1 to go running → lost, "
-        "got running → completed → cleared"
+        (
+            "x.loopsim.yaml:9: expect.task_history[1]: expected task 1 to go running → lost, "
+            "got running → completed → cleared"
+        )
     ]
 
 
@@ -246,7 +248,7 @@ def test_the_same_text_sent_twice_is_two_messages_for_invariant_2() -> None:
 
 def test_invariant_2_is_reported_at_the_step_that_broke_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # A loop that sends the caller's message twice: the check names the second step.
-    from loopsim._loop import _agent as loop_agent  # noqa: PLC0415 - the seam we break
+    from loopsim._loop import _agent as loop_agent  # the seam we break
 
     original = loop_agent.LoopAgent.run
     calls = {"n": 0}
