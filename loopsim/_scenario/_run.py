@@ -183,7 +183,8 @@ class _Host:
         else:
             now = _now()
             if at > now:
-                await anyio.sleep(at - now)
+                if not await self._wait_until(at):
+                    return False
             elif isinstance(step, AdvanceStep):
                 self.warn(
                     index,
@@ -219,6 +220,19 @@ class _Host:
                 self.session, cancel_running=step.cancel_running
             )
         self.outcome.spans.append((index, begin, self.begin))
+        return True
+
+    async def _wait_until(self, at: float) -> bool:
+        """Sleep until the instant ``at``; False as soon as the call in flight fails."""
+        call = self.inflight
+        if call is not None:
+            with anyio.move_on_after(at - _now()):
+                await call.finished.wait()
+            if call.finished.is_set() and call.failed:
+                return False
+        remaining = at - _now()
+        if remaining > 0:
+            await anyio.sleep(remaining)
         return True
 
     async def restart(self, index: int, step: RestartStep) -> None:
