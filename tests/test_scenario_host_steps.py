@@ -57,9 +57,11 @@ def test_a_restart_too_late_to_hit_anything_is_an_error_under_strict(tmp_path: P
     result = run_scenario(load_scenario(path))
     strict = [f for f in result.failures if f.kind == "strict"]
     assert [f.render(path) for f in strict] == [
-        f"{path}:23: steps[1]: the restart at t=1500s found nothing running: no host call in "
-        "flight and no background task running, so nothing was lost (the last host call had "
-        "returned at t=1200s) (strict: true makes this an error)"
+        (
+            f"{path}:23: steps[1]: the restart at t=1500s found nothing running: no host call in "
+            "flight and no background task running, so nothing was lost (the last host call had "
+            "returned at t=1200s) (strict: true makes this an error)"
+        )
     ]
     lenient = text.replace("strict: true", "strict: false")
     path.write_text(lenient, encoding="utf-8")
