@@ -51,7 +51,7 @@ def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     before = set(sys.modules)
     yield
     for name in set(sys.modules) - before:
-        if name.startswith("ev_") or name.startswith("pkg_"):
+        if name.startswith(("ev_", "pkg_")):
             del sys.modules[name]
 
 
@@ -124,8 +124,10 @@ HOSTILE = {
     "syntax": ("def broken(:\n    pass", "has a syntax error at"),
     "exit-0": ("import sys\nsys.exit(0)", "called sys.exit(0)"),
     "argparse": (
-        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--db', required=True)\n"
-        "p.parse_args()",
+        (
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--db', required=True)\n"
+            "p.parse_args()"
+        ),
         "called sys.exit(2)",
     ),
     "keyboard": ("raise KeyboardInterrupt", "raised KeyboardInterrupt"),
