@@ -64,6 +64,10 @@ class RangeSpec(StrictModel):
             raise PydanticCustomError(
                 "vacuous", "a range without min or max checks nothing; give min, max or both"
             )
+        if self.max is None and self.min == 0:
+            raise PydanticCustomError(
+                "vacuous", "a range of at least 0 checks nothing; give a max, or a min above 0"
+            )
         if self.min is not None and self.max is not None and self.min > self.max:
             raise PydanticCustomError(
                 "range",
