@@ -202,3 +202,14 @@ def test_a_failed_call_stops_the_steps_scheduled_during_it() -> None:
     result = _run(text)
     assert result.passed, result.report()
     assert result.elapsed == 10
+
+
+def test_the_docs_tell_the_story_with_the_shipped_file() -> None:
+    docs = (STORY.parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    section = docs.split("## A worked example", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    assert blocks[-1] == STORY.read_text(encoding="utf-8")
+    shipped = STORY.read_text(encoding="utf-8")
+    for block in blocks[:-1]:  # every piece built up is part of the final file
+        for line in block.strip().splitlines():
+            assert line in shipped, line
