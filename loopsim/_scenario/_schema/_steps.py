@@ -4,13 +4,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Discriminator, Tag, model_validator
+from pydantic import BaseModel, BeforeValidator, Discriminator, Tag, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import Flag, Seconds, StrictModel, Text, describe
 from ._expect import StepExpect
 
 # -- steps ----------------------------------------------------------------------------------
+
+
+def _OR_AN_INSTANT(key: str, **more: Any) -> dict[str, Any]:  # noqa: N802 - reads as a constant
+    """JSON Schema of a step value that may also be written as ``{<key>: <instant>}``."""
+    base: dict[str, Any] = {"type": "number", "minimum": 0} if key == "until" else {"const": True}
+    instant = {"type": "number", "minimum": 0}
+    return {
+        "anyOf": [
+            base,
+            {
+                "type": "object",
+                "properties": {key: instant, **more},
+                "required": [key],
+                "additionalProperties": False,
+            },
+        ]
+    }
 
 
 class RunStep(StrictModel):
@@ -27,7 +44,7 @@ class AdvanceStep(StrictModel):
     """``advance: <seconds>`` — let virtual time pass (background tasks keep running);
     ``advance: {until: <instant>}`` — until that instant, even while a call is in flight."""
 
-    advance: Seconds | None = None
+    advance: Annotated[Seconds | None, WithJsonSchema(_OR_AN_INSTANT("until"))] = None
     until: Seconds | None = None
 
     @model_validator(mode="before")
@@ -64,7 +81,7 @@ class RestartStep(StrictModel):
     ``restart: {at: <instant>}`` happens at that virtual instant, during a call in flight.
     """
 
-    restart: Literal[True] = True
+    restart: Annotated[Literal[True], WithJsonSchema(_OR_AN_INSTANT("at"))] = True
     at: Seconds | None = None
 
     @model_validator(mode="before")
@@ -81,7 +98,9 @@ class ReleaseStep(StrictModel):
     ``release_session: {at: <instant>, cancel_running: false}`` is the mapping form.
     """
 
-    release_session: Literal[True] = True
+    release_session: Annotated[
+        Literal[True], WithJsonSchema(_OR_AN_INSTANT("at", cancel_running={"type": "boolean"}))
+    ] = True
     cancel_running: Flag = True
     at: Seconds | None = None
 
