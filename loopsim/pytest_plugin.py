@@ -141,7 +141,7 @@ def _warn_unchanged_steps(result: ScenarioResult) -> None:
     """Report each step of ``result`` that changed nothing as a pytest warning."""
     for warning in result.warnings:
         warnings.warn_explicit(
-            ScenarioStepWarning(warning.render(result.path)),
+            ScenarioStepWarning(warning.render(None)),
             ScenarioStepWarning,
             filename=str(result.path or result.name),
             lineno=warning.line or 0,

@@ -33,6 +33,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ._schema import describe
+
 __all__ = [
     "CONFIG_FILES",
     "UserCodeError",
@@ -126,8 +128,10 @@ def import_user_module(module_name: str, folders: Sequence[Path]) -> ModuleType:
             if exc.name is not None and not module_name.startswith(exc.name):
                 problem = f"importing module {module_name!r} failed: {exc}"
             else:
-                searched = ", ".join(str(f) for f in folders) or "sys.path"
-                problem = f"cannot import module {module_name!r}: {exc} (searched {searched})"
+                problem = (
+                    f"cannot import module {describe(module_name)}: {exc} (looked on sys.path, "
+                    "the scenario's folder and its rootdir first)"
+                )
             raise UserCodeError(problem + _said(held)) from None
         except SyntaxError as exc:
             where = f"{exc.filename}:{exc.lineno}" if exc.filename else "its source"
@@ -155,12 +159,12 @@ def import_object(import_path: str, folders: Sequence[Path]) -> Any:
     """Import ``module:attr.attr`` (see :func:`import_user_module`)."""
     module_name, _, attr = import_path.partition(":")
     if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        msg = f"bad import path {import_path!r}: expected module:Class"
+        msg = f"bad import path {describe(import_path)}"
         raise UserCodeError(msg)
     target: Any = import_user_module(module_name, folders)
     for part in attr.split("."):
         if not hasattr(target, part):
-            msg = f"module {module_name!r} has no attribute {attr!r}"
+            msg = f"module {describe(module_name)} has no attribute {describe(attr)}"
             raise UserCodeError(msg)
         target = getattr(target, part)
     return target
