@@ -97,8 +97,11 @@ def check_max_iterations(events: Sequence[Event], max_iterations: int | None) ->
         count = sum(1 for e in run.events if e.kind == "loop_iteration_start")
         if count > max_iterations:
             problems.append(
-                f"invariant 1: loop {run.loop!r} ran {count} iterations, more than "
-                f"max_iterations={max_iterations}"
+                Violation(
+                    f"invariant 1: loop {run.loop!r} ran {count} iterations, more than "
+                    f"max_iterations={max_iterations}",
+                    run.stop,
+                )
             )
     return problems
 
@@ -178,6 +181,12 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
     return problems
 
 
+def _first(run: _LoopRun, number: int) -> Event | None:
+    """The first event of iteration ``number`` of ``run`` (where to report it)."""
+    items = run.iterations().get(number)
+    return items[0] if items else run.stop
+
+
 def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None = None) -> list[str]:
     """3. Evaluators asked in order, none after a continue, stop only when all stop.
 
@@ -196,14 +205,20 @@ def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None =
             indices = [int(e.data["index"]) for e in decisions]
             if indices != list(range(len(indices))) or len(indices) > count:
                 problems.append(
-                    f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluators "
-                    f"in the order {indices} (the loop has {count})"
+                    Violation(
+                        f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluators "
+                        f"in the order {indices} (the loop has {count})",
+                        _first(run, number),
+                    )
                 )
             for position, decision in enumerate(decisions[:-1]):
                 if decision.data["decision"] == "continue":
                     problems.append(
-                        f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluator "
-                        f"{position + 1} after evaluator {position} continued"
+                        Violation(
+                            f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluator "
+                            f"{position + 1} after evaluator {position} continued",
+                            _first(run, number),
+                        )
                     )
                     break
             all_stop = (
@@ -213,16 +228,22 @@ def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None =
             )
             if all_stop and number != last:
                 problems.append(
-                    f"invariant 3: loop {run.loop!r} went on after every evaluator stopped in "
-                    f"iteration {number}"
+                    Violation(
+                        f"invariant 3: loop {run.loop!r} went on after every evaluator stopped in "
+                        f"iteration {number}",
+                        _first(run, number),
+                    )
                 )
         if run.stop is not None and run.stop.data.get("reason") == "evaluators_stopped":
             decisions = [e for e in iterations.get(last, ()) if e.kind == "evaluator_decision"]
             stopped = [int(d.data["index"]) for d in decisions if d.data["decision"] == "stop"]
             if stopped != list(range(count)) or len(decisions) != count:
                 problems.append(
-                    f"invariant 3: loop {run.loop!r} stopped as evaluators_stopped in iteration "
-                    f"{last}, but only evaluators {stopped} of {count} said stop"
+                    Violation(
+                        f"invariant 3: loop {run.loop!r} stopped as evaluators_stopped in "
+                        f"iteration {last}, but only evaluators {stopped} of {count} said stop",
+                        run.stop,
+                    )
                 )
     return problems
 
@@ -253,13 +274,19 @@ def check_approval_is_last(events: Sequence[Event]) -> list[str]:
                 continue
             if any(e.kind == "evaluator_decision" for e in items[pending[0] :]):
                 problems.append(
-                    f"invariant 4: loop {run.loop!r} asked an evaluator after a pending "
-                    f"approval request in iteration {number}"
+                    Violation(
+                        f"invariant 4: loop {run.loop!r} asked an evaluator after a pending "
+                        f"approval request in iteration {number}",
+                        items[pending[0]],
+                    )
                 )
             if number != max(iterations):
                 problems.append(
-                    f"invariant 4: loop {run.loop!r} ran another iteration after a pending "
-                    f"approval request in iteration {number}"
+                    Violation(
+                        f"invariant 4: loop {run.loop!r} ran another iteration after a pending "
+                        f"approval request in iteration {number}",
+                        items[pending[0]],
+                    )
                 )
     return problems
 
