@@ -41,8 +41,11 @@ class ScenarioResult:
     iterations: int | None = None
     elapsed: float = 0.0
     events: list[Event] = field(default_factory=list)
+    #: the last response's own text: its messages joined by newlines, without the
+    #: messages the loop injected (its feedback prompts)
     response_text: str | None = None
     calls: dict[str, int] = field(default_factory=dict)
+    #: final status per task id (``cleared`` included)
     tasks: dict[int, str] = field(default_factory=dict)
     error: BaseException | None = None
     transcript: Transcript | None = None
