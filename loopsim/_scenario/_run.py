@@ -75,6 +75,9 @@ class Outcome:
     warnings: list[tuple[int, str]] = field(default_factory=list)
     #: (step index, number of events before it began, number when it ended)
     spans: list[tuple[int, int, int]] = field(default_factory=list)
+    #: a BaseException (not an Exception) a host call raised: re-raised by the host
+    #: itself once the calls are stopped, as if there were no task of its own
+    escaped: BaseException | None = None
 
 
 def recorded_statuses(events: Sequence[Event]) -> dict[int, str]:
@@ -112,6 +115,11 @@ class _Call:
                 if not self.interrupted:
                     outcome.spans.append((self.index, self.begin, len(outcome.events)))
                     _snapshot(world, outcome, self.index, self.begin)
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            self.failed = True
+            outcome.escaped = exc  # not wrapped in a task group's exception group
         finally:
             self.finished.set()
 
@@ -280,6 +288,8 @@ async def _drive(world: World, outcome: Outcome) -> None:
                 if not await host.step(index, step):
                     break
             await host.settle()
+        if outcome.escaped is not None:
+            raise outcome.escaped
         if world.provider is not None:
             tasks = {t.task_id: t.status.value for t in world.provider.tasks(host.session)}
             cleared = {t: s for t, s in recorded_statuses(outcome.events).items() if s == "cleared"}
