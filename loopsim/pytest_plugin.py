@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,21 @@ class ScenarioFailedError(AssertionError):
         super().__init__(f"scenario {result.name!r} failed")
 
 
+class ScenarioStepWarning(UserWarning):
+    """A scenario step changed nothing (``strict: true`` in the file makes it a failure)."""
+
+
+def _warn_unchanged_steps(result: ScenarioResult) -> None:
+    """Report each step of ``result`` that changed nothing as a pytest warning."""
+    for warning in result.warnings:
+        warnings.warn_explicit(
+            ScenarioStepWarning(warning.render(None)),
+            ScenarioStepWarning,
+            filename=str(result.path or result.name),
+            lineno=warning.line or 0,
+        )
+
+
 class ScenarioItem(pytest.Item):
     """One scenario file run as a test."""
 
@@ -180,7 +196,7 @@ class ScenarioItem(pytest.Item):
 
         config = self.config
         try:
-            loaded = load_scenario(self.path)
+            loaded = load_scenario(self.path, rootdir=self.config.rootpath)
         except ScenarioError:
             self.user_properties.append(("loopsim_invalid", True))
             raise
@@ -214,6 +230,7 @@ class ScenarioItem(pytest.Item):
 
             entry = entry_from_result(result, description=loaded.scenario.description or "")
             self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
+        _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = result.write_transcript(Path(folder))

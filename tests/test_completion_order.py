@@ -35,7 +35,7 @@ steps:
   - run: go
 expect:
   elapsed: 7
-  tasks: {{}}
+  task_counts: {{running: 0}}
 """
 
 

@@ -21,6 +21,7 @@ ORDER = (
     "_source",  # stage 2: load
     "_yaml",
     "_validation",
+    "_imports",
     "_references",
     "_engines",
     "_vary_paths",

@@ -7,7 +7,6 @@ the background provider and the loop are rebuilt by :meth:`World.build`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from .._agents import Agent, ApprovalMode, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
 from .._messages import AgentResponse, FunctionCallContent, Message, Usage
+from ._imports import UserCodeError, import_object
 from ._policies import coordinator_client, echo_client
 from ._schema import (
     AgentSpec,
@@ -120,6 +120,14 @@ def _tools(agent: AgentSpec) -> list[FunctionTool]:
         FunctionTool(fn, name=name, description=description, approval_mode=approval)
         for name, fn, description, approval in tool_functions(agent)
     ]
+
+
+def _tool_loop(agent: AgentSpec) -> dict[str, Any]:
+    """The agent's ``function_invocation_configuration`` as Agent keyword arguments."""
+    config = agent.function_invocation_configuration
+    if config is None:
+        return {}
+    return {"function_invocation_configuration": config.model_dump()}
 
 
 def _verdict(verdict: Any) -> str:
@@ -242,6 +250,7 @@ class World:
             tools=_tools(spec),
             context_providers=providers,
             history_store=parent.history_store,
+            **_tool_loop(spec),
         )
         self.top = inner if scenario.loop is None else self._looped(inner)
 
@@ -254,6 +263,7 @@ class World:
                 instructions=spec.instructions,
                 description=spec.description,
                 tools=_tools(spec),
+                **_tool_loop(spec),
             )
         return self.from_factory(name, spec, self.clients[name], engine="loopsim")
 
@@ -261,7 +271,12 @@ class World:
         """``factory(client, name)``: the user's own agent, checked to be one."""
         loc: tuple[str | int, ...] = ("agents", name, "factory")
         assert spec.factory is not None  # noqa: S101 - only called for factory agents
-        factory = import_object(spec.factory, self.loaded, loc)
+        try:
+            factory = import_object(spec.factory, self.loaded.folders)
+        except UserCodeError as exc:
+            raise self.loaded.where.error(
+                loc, str(exc), expected="module:function of an importable module"
+            ) from None
         try:
             built = factory(client, name)
         except Exception as exc:  # user code: a located report, the cause kept
@@ -310,7 +325,7 @@ class World:
         judges = iter(self.judges)
         decisions = iter(self.decisions)
         built: list[Any] = []
-        for index, evaluator in enumerate(self.evaluator_specs):
+        for evaluator in self.evaluator_specs:
             chosen = evaluator.chosen
             if isinstance(chosen, CompletionMarkerSpec):
                 built.append(
@@ -344,8 +359,9 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                loc = ("loop", "evaluators", index)
-                built.append(import_object(chosen.import_path, self.loaded, loc)(**chosen.options))
+                built.append(
+                    import_object(chosen.import_path, self.loaded.folders)(**chosen.options)
+                )
         return built
 
     def _harness(self, spec: AgentSpec, children: list[Agent]) -> Any:
@@ -400,14 +416,12 @@ class World:
             return streamed
         return AgentResponse.from_updates(updates)
 
-    async def restart(self, session: Any) -> Any:
-        """Simulate a process restart: serialize the session, drop the runtime, rebuild
-        agents and provider, and restore the session into them."""
-        snapshot = self.top.serialize_session(session)
-        _trace.emit("process_restart")
-        # the old process is gone: its child runs die with it
-        await self.release(session, cancel_running=True)
-        self.build()
+    def snapshot(self, session: Any) -> Any:
+        """The session as the host process saves it (its serialized form)."""
+        return self.top.serialize_session(session)
+
+    def restore(self, snapshot: Any) -> Any:
+        """The saved session, restored into the (re)built agents: a new process's view."""
         return self.top.deserialize_session(snapshot)
 
     async def release(self, session: Any, *, cancel_running: bool) -> None:
@@ -468,29 +482,3 @@ class World:
             if decisions.used < len(decisions.decisions)
         )
         return out
-
-
-def import_object(
-    import_path: str, loaded: LoadedScenario, loc: tuple[str | int, ...]
-) -> Callable[..., Any]:
-    """``module:attr`` → the object, or a located error whatever went wrong while importing."""
-    module_name, _, attr = import_path.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except BaseException as exc:
-        if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
-            raise
-        raise loaded.where.error(
-            loc,
-            f"cannot import {import_path}: {type(exc).__name__}: {exc}",
-            expected="module:attribute of an importable module",
-        ) from None
-    if not callable(target):
-        raise loaded.where.error(
-            loc,
-            f"{import_path} is {type(target).__name__}, not callable",
-            expected="module:function",
-        )
-    return target  # type: ignore[no-any-return] # a user's callable

@@ -182,15 +182,6 @@ class AgentFrameworkWorld(World):
 
     # -- the run stage's questions ----------------------------------------------------------
 
-    async def restart(self, session: Any) -> Any:
-        from ..agent_framework._tracing import process_restart  # noqa: PLC0415
-
-        snapshot = self.top.serialize_session(session)
-        process_restart()
-        await self.release(session, cancel_running=True)
-        self.build()
-        return self.top.deserialize_session(snapshot)
-
     async def release(self, session: Any, *, cancel_running: bool) -> None:
         if self.provider is not None:
             await self.provider.release_session(session, cancel_running=cancel_running)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from .._errors import ScenarioError
 from ._engines import check_engine
+from ._imports import user_folders
 from ._references import check_references
 from ._schema import SCHEMA_VERSION, Scenario, describe
 from ._source import LoadedScenario, Located
@@ -25,9 +26,17 @@ __all__ = ["load_scenario", "load_scenario_text"]
 
 
 def load_scenario_text(
-    text: str, *, path: str | Path | None = None, fmt: str = "yaml"
+    text: str,
+    *,
+    path: str | Path | None = None,
+    fmt: str = "yaml",
+    rootdir: str | Path | None = None,
 ) -> LoadedScenario:
-    """Validate a scenario given as text (``fmt``: ``yaml`` or ``json``)."""
+    """Validate a scenario given as text (``fmt``: ``yaml`` or ``json``).
+
+    ``rootdir``: where its ``module:Class`` evaluators are imported from, besides the
+    file's folder (default: found as pytest finds it; see ``_imports``).
+    """
     where_path = None if path is None else Path(path)
     data, lines = (parse_json if fmt == "json" else parse_yaml)(text, where_path)
     where = Located(where_path, lines)
@@ -64,14 +73,15 @@ def load_scenario_text(
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise from_validation(exc, where, data) from None
-    check_references(scenario, where)
+    folders = user_folders(where_path, rootdir)
+    check_references(scenario, where, folders)
     check_engine(scenario, where, scenario.engine)
     if scenario.vary:
         check_vary(scenario, where, data)
-    return LoadedScenario(scenario, where, text, data)
+    return LoadedScenario(scenario, where, text, data, folders)
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
+def load_scenario(path: str | Path, *, rootdir: str | Path | None = None) -> LoadedScenario:
     """Load and validate one scenario file (``.yaml``/``.yml`` or ``.json``)."""
     file = Path(path)
     try:
@@ -81,4 +91,4 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"the file is not UTF-8 text: {exc.reason}", path=file) from None
     fmt = "json" if file.suffix.lower() == ".json" else "yaml"
-    return load_scenario_text(text, path=file, fmt=fmt)
+    return load_scenario_text(text, path=file, fmt=fmt, rootdir=rootdir)

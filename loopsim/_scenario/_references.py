@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import difflib
-import importlib
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from ._imports import UserCodeError, check_options, import_object
 from ._schema import (
     AgentSpec,
+    ApprovalStep,
     CoordinatorPolicy,
     CustomEvaluatorSpec,
     ReleaseStep,
+    RunStep,
     Scenario,
+    StepExpect,
     describe,
 )
-from ._source import Loc, Located
+from ._source import Loc, Located, format_location
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
 
@@ -28,7 +33,7 @@ BACKGROUND_TOOLS = (
 )
 
 
-def check_references(scenario: Scenario, where: Located) -> None:
+def check_references(scenario: Scenario, where: Located, folders: Sequence[Path] = ()) -> None:
     names = list(scenario.agents)
     seen: dict[str, str] = {}
     for name in names:
@@ -74,6 +79,12 @@ def check_references(scenario: Scenario, where: Located) -> None:
         children_seen[child.casefold()] = index
 
     has_background = bool(parent.background_agents)
+    if parent.harness and scenario.agents[parent.agent].function_invocation_configuration:
+        raise where.error(
+            ("agents", parent.agent, "function_invocation_configuration"),
+            "the harness parent keeps the default tool loop; this setting would be ignored",
+            expected="function_invocation_configuration on non-harness agents only",
+        )
     for name, agent in scenario.agents.items():
         _check_agent(name, agent, scenario, where, is_parent=name == parent.agent)
 
@@ -89,7 +100,13 @@ def check_references(scenario: Scenario, where: Located) -> None:
                     expected="parent.background_agents to be non-empty",
                 )
             if isinstance(chosen, CustomEvaluatorSpec):
-                _check_import(chosen.import_path, (*loc, chosen.import_path), where)
+                _check_import(
+                    chosen.import_path,
+                    chosen.options,
+                    (*loc, chosen.import_path),
+                    where,
+                    folders,
+                )
 
     if scenario.loop is not None and scenario.loop.should_continue and not parent.harness:
         raise where.error(
@@ -115,37 +132,69 @@ def check_references(scenario: Scenario, where: Located) -> None:
             ("steps",), "the steps never run the parent", expected="at least one `run:` step"
         )
 
-    for key in ("expect", "always"):
-        expect = getattr(scenario, key)
-        if expect is None:
-            continue
-        for name in expect.calls:
-            if name not in scenario.agents and name != "judge":
-                known(name, (key, "calls", name))
-        if expect.iterations is not None and scenario.loop is None:
-            raise where.error(
-                (key, "iterations"),
-                "iterations are counted by a loop, and this scenario has no `loop`",
-                expected=f"a `loop:` section, or no `{key}.iterations`",
-            )
-        if expect.stop_reason is not None and scenario.loop is None:
-            raise where.error(
-                (key, "stop_reason"),
-                "a stop reason is reported by a loop, and this scenario has no `loop`",
-                expected=f"a `loop:` section, or no `{key}.stop_reason`",
-            )
-        if expect.tasks and not has_background:
-            raise where.error(
-                (key, "tasks"),
-                "task statuses need background agents (parent.background_agents)",
-                expected="parent.background_agents to be non-empty",
-            )
+    blocks: list[tuple[Loc, StepExpect]] = [
+        ((key,), getattr(scenario, key))
+        for key in ("expect", "always")
+        if getattr(scenario, key) is not None
+    ]
+    blocks.extend(
+        (("steps", index, "expect"), step.expect)
+        for index, step in enumerate(scenario.steps)
+        if isinstance(step, (RunStep, ApprovalStep)) and step.expect is not None
+    )
+    for loc, expect in blocks:
+        _check_expect(scenario, loc, expect, known, where)
+    _check_instants(scenario, where)
     if scenario.always is not None and scenario.always.transcript is not None:
         raise where.error(
             ("always", "transcript"),
             "a transcript snapshot is one run's transcript, and `always:` holds for every draw",
             expected="`transcript: snapshot` under `expect:` (the file as written)",
         )
+
+
+def _check_expect(
+    scenario: Scenario, loc: Loc, expect: StepExpect, known: Any, where: Located
+) -> None:
+    label = format_location(loc)
+    for name in expect.calls or {}:
+        if name not in scenario.agents and name != "judge":
+            known(name, (*loc, "calls", name))
+    for key, what in (
+        ("iterations", "iterations are counted by a loop"),
+        ("stop_reason", "a stop reason is reported by a loop"),
+    ):
+        if getattr(expect, key) is not None and scenario.loop is None:
+            raise where.error(
+                (*loc, key),
+                f"{what}, and this scenario has no `loop`",
+                expected=f"a `loop:` section, or no `{label}.{key}`",
+            )
+    if not scenario.parent.background_agents:
+        for key in ("tasks", "task_counts", "task_history"):
+            if getattr(expect, key) is not None:
+                raise where.error(
+                    (*loc, key),
+                    "task statuses need background agents (parent.background_agents)",
+                    expected="parent.background_agents to be non-empty",
+                )
+
+
+def _check_instants(scenario: Scenario, where: Located) -> None:
+    """Steps with an instant (``at:`` / ``until:``) come in time order."""
+    latest: tuple[float, int] | None = None
+    for index, step in enumerate(scenario.steps):
+        at = getattr(step, "at", None)
+        if at is None:
+            continue
+        if latest is not None and at < latest[0]:
+            raise where.error(
+                ("steps", index),
+                f"this step happens at t={at:g}s, before step {latest[1] + 1} at "
+                f"t={latest[0]:g}s: steps with an instant must come in time order",
+                expected=f"an instant >= {latest[0]:g}",
+            )
+        latest = (at, index)
 
 
 def _check_agent(
@@ -202,36 +251,30 @@ def _check_agent(
                 )
 
 
-def _check_import(import_path: str, loc: Loc, where: Located) -> None:
-    module_name, _, attr = import_path.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        raise where.error(
-            loc,
-            f"bad import path {describe(import_path)}",
-            expected="module:Class, e.g. my_project.evaluators:MyEvaluator",
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise where.error(
-            loc,
-            f"cannot import module {describe(module_name)}: {exc}",
-            expected="an importable module (is it on sys.path?)",
-        ) from None
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise where.error(
-                loc,
-                f"module {describe(module_name)} has no attribute {describe(attr)}",
-                expected="module:Class naming a LoopEvaluator subclass",
-            )
+def _check_import(
+    import_path: str, options: dict[str, Any], loc: Loc, where: Located, folders: Sequence[Path]
+) -> None:
     from .._loop import LoopEvaluator  # noqa: PLC0415 - the loop layer is only needed here
 
+    try:
+        target = import_object(import_path, folders)
+    except UserCodeError as exc:
+        raise where.error(
+            loc,
+            str(exc),
+            expected="module:Class naming an importable LoopEvaluator subclass",
+        ) from None
     if not (isinstance(target, type) and issubclass(target, LoopEvaluator)):
         raise where.error(
             loc,
             f"{import_path} is not a LoopEvaluator subclass",
             expected="module:Class naming a LoopEvaluator subclass",
+        )
+    problem = check_options(target, options)
+    if problem is not None:
+        key, message = problem
+        raise where.error(
+            loc if key is None else (*loc, key),
+            f"{import_path}: {message}",
+            expected=f"keyword arguments {target.__name__} accepts",
         )

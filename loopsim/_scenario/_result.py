@@ -18,7 +18,7 @@ from .._errors import ScenarioError
 from .._trace import Event
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
-from ._check import Failure, check_run
+from ._check import Failure, check_run, warnings_of
 from ._compare import compare_engines
 from ._run import execute
 from ._schema import ENGINES, Backend, Engine
@@ -46,8 +46,11 @@ class ScenarioResult:
     iterations: int | None = None
     elapsed: float = 0.0
     events: list[Event] = field(default_factory=list)
+    #: the last response's own text: its messages joined by newlines, without the
+    #: messages the loop injected (its feedback prompts)
     response_text: str | None = None
     calls: dict[str, int] = field(default_factory=dict)
+    #: final status per task id (``cleared`` included)
     tasks: dict[int, str] = field(default_factory=dict)
     error: BaseException | None = None
     transcript: Transcript | None = None
@@ -57,6 +60,11 @@ class ScenarioResult:
     draw: dict[str, Any] | None = None
     #: where the concrete reproducer scenario of a failing draw was written
     reproducer: Path | None = None
+    #: steps that changed nothing (a restart that found nothing running, ...); with
+    #: ``strict: true`` they are failures instead
+    warnings: list[Failure] = field(default_factory=list)
+    #: agents that reached their tool-round limit: (agent, limit, virtual time)
+    tool_round_limits: list[tuple[str, int, float]] = field(default_factory=list)
     #: what ran it: ``loopsim``, ``agent_framework``, or ``both`` (then :attr:`other` holds
     #: the agent_framework run, and this result's fields describe the loopsim run)
     engine: str = "loopsim"
@@ -97,6 +105,13 @@ class ScenarioResult:
         if self.draw is not None:
             lines[0] += " — a draw of its `vary:` block"
         lines.extend(f"  {f.render(self.path)}" for f in self.failures)
+        lines.extend(f"  warning: {w.render(self.path)}" for w in self.warnings)
+        lines.extend(
+            f"  note: agent {agent!r} reached its tool-round limit at t={time:g}s "
+            f"(function_invocation_configuration.max_iterations = {limit}): its last "
+            "request offered no tools"
+            for agent, limit, time in self.tool_round_limits
+        )
         if self.error is not None:
             lines.append(f"  the run raised {type(self.error).__name__}: {self.error}")
         if self.draw is not None:
@@ -187,6 +202,12 @@ def run_scenario(
         seed=run.seed,
         backend=run.backend,
         failures=check_run(loaded, run, keys, update_snapshots=update_snapshots),
+        warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
+        tool_round_limits=[
+            (str(e.data.get("agent")), int(e.data.get("max_iterations", 0)), e.time)
+            for e in run.events
+            if e.kind == "tool_round_limit"
+        ],
         stop_reason=run.stop_reason,
         iterations=run.iterations,
         elapsed=run.elapsed,

@@ -67,6 +67,8 @@ class LoadedScenario:
     source: str
     #: the document as plain data (what ``vary:`` paths point into)
     data: Any = None
+    #: where its user code is imported from (see ``_imports``): base folder, rootdir
+    folders: tuple[Path, ...] = ()
 
     @property
     def name(self) -> str:

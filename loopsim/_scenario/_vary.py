@@ -152,6 +152,7 @@ def run_vary(
             loaded.where,
             loaded.source,
             loaded.data,
+            loaded.folders,
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
     ties = st.integers(0, 1)

@@ -140,8 +140,8 @@ def concrete(loaded: LoadedScenario, document: Any) -> LoadedScenario:
         scenario = Scenario.model_validate(document)
     except ValidationError as exc:
         raise from_validation(exc, loaded.where, document) from None
-    check_references(scenario, loaded.where)
-    return LoadedScenario(scenario, loaded.where, loaded.source, document)
+    check_references(scenario, loaded.where, loaded.folders)
+    return LoadedScenario(scenario, loaded.where, loaded.source, document, loaded.folders)
 
 
 def check_vary(scenario: Scenario, where: Located, document: Any) -> None:

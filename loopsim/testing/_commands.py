@@ -13,7 +13,6 @@ counterexample), 2 a bad import path, bad options, or a target that is neither a
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
@@ -41,7 +40,9 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
             "context gives the same decision, it does not change the context, it tolerates "
             "empty, tool-only and approval responses, it does not block on the virtual clock, "
             "and it lets a scripted agent that completes stop the loop before its cap. "
-            "The current directory is importable."
+            "The module is imported as scenario files import theirs: the current folder "
+            "and the rootdir found from it (the nearest folder upwards with pytest.ini, "
+            "pyproject.toml, tox.ini or setup.cfg) are importable."
         ),
     )
     parser.add_argument(
@@ -84,7 +85,10 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def import_evaluator(target: str) -> Any:
-    """Import ``module:Class`` (a LoopEvaluator subclass); raises ``ValueError`` saying why not."""
+    """Import ``module:Class`` as scenario files import their evaluators: the current
+    folder and the rootdir found from it go to the front of ``sys.path`` (see
+    ``loopsim._scenario._imports``). Raises ``ValueError`` saying what is wrong, whatever
+    the module raised while importing."""
     from .._loop import LoopEvaluator  # noqa: PLC0415
 
     found = import_object(target)
@@ -116,21 +120,13 @@ def import_check_target(target: str) -> Any:
 
 
 def import_object(target: str) -> Any:
-    """Import ``module:attribute``; raises ``ValueError`` saying what is wrong."""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        raise ValueError(f"bad import path {target!r}: expected module:Class")
-    if "" not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: the current directory is importable
+    """Import ``module:attribute`` as scenario files import user code; ``ValueError`` if not."""
+    from .._scenario import _imports  # noqa: PLC0415
+
     try:
-        found: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(found, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
-        found = getattr(found, part)
-    return found
+        return _imports.import_object(target, _imports.user_folders(None))
+    except _imports.UserCodeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def cmd_check_evaluator(args: argparse.Namespace) -> int:

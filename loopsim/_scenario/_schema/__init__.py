@@ -12,6 +12,7 @@ from ._agents import (
     AgentSpec,
     CoordinatorPolicy,
     EchoPolicy,
+    FunctionInvocationSpec,
     ParentSpec,
     PolicySpec,
     ToolCallSpec,
@@ -31,7 +32,7 @@ from ._base import (
     Engine,
     describe,
 )
-from ._expect import ExpectSpec, RangeSpec, ResponseExpect
+from ._expect import EVENT_FIELDS, EventCount, ExpectSpec, RangeSpec, ResponseExpect, StepExpect
 from ._loop import (
     AIJudgeSpec,
     BackgroundTaskCompletionSpec,
@@ -50,6 +51,7 @@ __all__ = [
     "BUILTIN_EVALUATORS",
     "BUILTIN_POLICIES",
     "ENGINES",
+    "EVENT_FIELDS",
     "SCHEMA_VERSION",
     "STOP_REASONS",
     "TASK_STATUSES",
@@ -66,7 +68,9 @@ __all__ = [
     "EchoPolicy",
     "Engine",
     "EvaluatorSpec",
+    "EventCount",
     "ExpectSpec",
+    "FunctionInvocationSpec",
     "LoopSpec",
     "ParentSpec",
     "PolicySpec",
@@ -76,6 +80,7 @@ __all__ = [
     "RestartStep",
     "RunStep",
     "Scenario",
+    "StepExpect",
     "StepSpec",
     "ToolCallSpec",
     "ToolSpec",

@@ -171,6 +171,20 @@ class PolicySpec(StrictModel):
         return chosen
 
 
+#: Upstream's default of ``function_invocation_configuration["max_iterations"]``.
+DEFAULT_MAX_TOOL_ITERATIONS = 40
+
+
+class FunctionInvocationSpec(StrictModel):
+    """The agent's tool loop, named as upstream's ``function_invocation_configuration``.
+
+    ``max_iterations``: model turns with tools offered in one run (upstream's default 40);
+    past it one last request offers no tools.
+    """
+
+    max_iterations: PositiveCount = DEFAULT_MAX_TOOL_ITERATIONS
+
+
 class AgentSpec(StrictModel):
     """One agent: a script of model turns, or a built-in policy.
 
@@ -185,6 +199,7 @@ class AgentSpec(StrictModel):
     policy: PolicySpec | None = None
     tools: dict[Name, ToolSpec] = Field(default_factory=dict)
     factory: Name | None = None
+    function_invocation_configuration: FunctionInvocationSpec | None = None
 
     @model_validator(mode="after")
     def _script_or_policy(self) -> AgentSpec:

@@ -24,7 +24,7 @@ BACKENDS: tuple[Backend, ...] = ("asyncio", "trio")
 Engine = Literal["loopsim", "agent_framework"]
 ENGINES: tuple[Engine, ...] = ("loopsim", "agent_framework")
 STOP_REASONS = ("evaluators_stopped", "max_iterations", "approval_pending", "error", "cancelled")
-TASK_STATUSES = ("running", "completed", "failed", "lost")
+TASK_STATUSES = ("running", "completed", "failed", "lost", "cleared")
 
 
 def describe(value: Any) -> str:

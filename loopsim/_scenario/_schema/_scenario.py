@@ -63,6 +63,9 @@ class Scenario(StrictModel):
     #: why ``--engine both`` is known to find the engines disagreeing on this scenario
     #: (listed in docs/engines.md, and fidelity work to do); a stale one is an error
     known_divergence: Text | None = None
+    #: steps that changed nothing (a restart that found nothing running, ...) fail the
+    #: scenario instead of being reported as warnings
+    strict: Flag = False
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""
