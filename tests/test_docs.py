@@ -106,8 +106,7 @@ EVALUATORS = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
 
 @pytest.mark.parametrize(
     "code",
-    blocks("python", AF_DOCS)
-    + [b for b in blocks("python", EVALUATORS) if "my_project" not in b],
+    blocks("python", AF_DOCS) + [b for b in blocks("python", EVALUATORS) if "my_project" not in b],
     ids=lambda c: c.strip().splitlines()[-1][:40] or "block",
 )
 def test_agent_framework_and_evaluator_docs_examples_run(
