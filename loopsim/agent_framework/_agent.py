@@ -7,7 +7,6 @@ from typing import Any, TypeVar
 
 import agent_framework as af
 
-from .. import _trace
 from .._messages import AgentResponse, AgentResponseUpdate, ChatOptions, MessagesInput
 from .._messages import normalize_messages as normalize_loopsim_messages
 from ._convert import (
@@ -17,7 +16,7 @@ from ._convert import (
     to_loopsim_agent_update,
 )
 from ._runtime import require_asyncio
-from ._tracing import agent_label, instrument
+from ._tracing import agent_label, instrument, note_session
 
 __all__ = ["AgentFrameworkAgent", "as_agent"]
 
@@ -93,7 +92,7 @@ class AgentFrameworkAgent:
     def create_session(self) -> Any:
         """A new agent_framework session of the agent."""
         session = self.af_agent.create_session()
-        _trace.emit("session_created", agent=agent_label(self.af_agent), session=session.session_id)
+        note_session(agent_label(self.af_agent), session.session_id)
         return session
 
     def serialize_session(self, session: Any) -> dict[str, Any]:
@@ -104,9 +103,7 @@ class AgentFrameworkAgent:
     def deserialize_session(self, data: dict[str, Any]) -> Any:
         """A session restored from :meth:`serialize_session` data."""
         session = af.AgentSession.from_dict(data)
-        _trace.emit(
-            "session_restored", agent=agent_label(self.af_agent), session=session.session_id
-        )
+        note_session(agent_label(self.af_agent), session.session_id, "session_restored")
         return session
 
     def get_service(self, service_type: type[T]) -> T | None:
