@@ -9,7 +9,8 @@ The anchor case (issue 11): a parent ``agent_framework.Agent`` with a
 * ``loop``: under ``AgentLoopMiddleware`` (three iterations, one wait each; the predicate
   counts iterations so that the sleep-free baseline does the same work).
 
-Rows (median wall ms per program, program built inside the measured call):
+Rows (median wall ms per program, program built inside the measured call; the variants
+are measured in turns, one of each per round):
 
 * ``engine``: loopsim's ``ScriptedChatClient`` behind ``as_chat_client``, on loopsim's
   virtual clock (``VirtualClock(wall_clock=False)``) — what a scenario on this engine costs;
@@ -32,9 +33,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
-    from _common import Row, median_time, quiet_upstream
+    from _common import Row, median, median_time, quiet_upstream
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median_time, quiet_upstream
+    from benchmarks._common import Row, median, median_time, quiet_upstream
 
 START = "background_agents_start_task"
 WAIT = "background_agents_wait_for_first_completion"
@@ -184,6 +185,16 @@ def on_looptime(fn: Callable[[], Any]) -> None:
         loop.close()
 
 
+def interleaved(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Median seconds of each ``fn``, measured in turns (one of each per round), so that a
+    shared machine's load drifting during the run weighs on every variant alike."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for index, fn in enumerate(fns):
+            samples[index].append(median_time(fn, 1))
+    return [median(s) for s in samples]
+
+
 def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
     quiet_upstream()
     warnings.filterwarnings("ignore")
@@ -200,12 +211,17 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
         assert on_loopsim(engine_day) == 2.0 * 86400
         on_asyncio(floor)
         on_looptime(native)
-        t_engine = median_time(lambda e=engine: on_loopsim(e), repeat)
-        t_floor = median_time(lambda f=floor: on_asyncio(f), repeat)
-        t_native = median_time(lambda n=native: on_loopsim(n), repeat)
-        t_looptime = median_time(lambda n=native: on_looptime(n), repeat)
-        t_day = median_time(lambda e=engine_day: on_loopsim(e), repeat)
-        t_traced = median_time(lambda t=traced: on_loopsim(t, traced=True), repeat)
+        t_engine, t_floor, t_native, t_looptime, t_day, t_traced = interleaved(
+            [
+                lambda e=engine: on_loopsim(e),
+                lambda f=floor: on_asyncio(f),
+                lambda n=native: on_loopsim(n),
+                lambda n=native: on_looptime(n),
+                lambda e=engine_day: on_loopsim(e),
+                lambda t=traced: on_loopsim(t, traced=True),
+            ],
+            repeat,
+        )
 
         def row(
             case: str, value: float, unit: str = "ms/program", kind: str = kind, **fields: Any
