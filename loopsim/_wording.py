@@ -58,7 +58,9 @@ WORDING: dict[str, str] = {
         "request is fully dealt with, or 'VERDICT: MORE' when it is not.{{criteria}}"
     ),
     "judge.criteria_block": "\n\nThe response has to meet every one of these criteria:\n{bullets}",
-    "judge.criteria_instruction": "Your response has to meet every one of these criteria:\n{bullets}",
+    "judge.criteria_instruction": (
+        "Your response has to meet every one of these criteria:\n{bullets}"
+    ),
     "judge.request_intro": "Review the agent's work. Here is the user's original request:",
     "judge.response_intro": "Here is the agent's most recent response:",
     "judge.question": "Does the response fully deal with the original request?",
@@ -133,8 +135,12 @@ WORDING: dict[str, str] = {
         "{timeout} seconds have passed. After a timeout the tasks are still "
         "running and you can call this tool again."
     ),
-    "background.tool.results": "Get the result of a finished task, its error, or its current status.",
-    "background.tool.list": "List every background task with its id, status, agent and description.",
+    "background.tool.results": (
+        "Get the result of a finished task, its error, or its current status."
+    ),
+    "background.tool.list": (
+        "List every background task with its id, status, agent and description."
+    ),
     "background.tool.continue": (
         "Send follow-up input to a completed or failed task; it runs in the same "
         "child session, so the agent keeps its earlier context."
@@ -145,16 +151,26 @@ WORDING: dict[str, str] = {
     # -- background agents: tool replies ------------------------------------------------------
     "background.bad_arguments": "Error: {detail}",
     "background.released.start": "Error: this session is being released, so no new task can start.",
-    "background.released.wait": "Error: this session is being released, so there is nothing to wait for.",
-    "background.released.continue": "Error: this session is being released, so no task can be continued.",
-    "background.released.clear": "Error: this session is being released, so no task can be cleared.",
-    "background.released.track": "the session's runtime is closed, so the background task cannot start.",
+    "background.released.wait": (
+        "Error: this session is being released, so there is nothing to wait for."
+    ),
+    "background.released.continue": (
+        "Error: this session is being released, so no task can be continued."
+    ),
+    "background.released.clear": (
+        "Error: this session is being released, so no task can be cleared."
+    ),
+    "background.released.track": (
+        "the session's runtime is closed, so the background task cannot start."
+    ),
     "background.start.unknown_agent": (
         "Error: there is no background agent named '{agent_name}'. These agents exist: {available}"
     ),
     "background.start.ok": "Started background task {task_id} on agent '{agent_name}'.",
     "background.wait.no_ids": "Error: give at least one task id to wait for.",
-    "background.wait.not_running": "Task {task_id} is not running any more; its status is {status}.",
+    "background.wait.not_running": (
+        "Task {task_id} is not running any more; its status is {status}."
+    ),
     "background.wait.none_running": "Error: none of these task ids belongs to a running task.",
     "background.wait.timeout": (
         "Waited {timeout} seconds and no background task finished. They keep running; "
@@ -179,7 +195,9 @@ WORDING: dict[str, str] = {
         "Error: task {task_id} has not finished yet; wait for it before you continue it."
     ),
     "background.continue.agent_gone": "Error: the agent '{agent_name}' does not exist any more.",
-    "background.continue.session_gone": "Error: the session of task {task_id} does not exist any more.",
+    "background.continue.session_gone": (
+        "Error: the session of task {task_id} does not exist any more."
+    ),
     "background.continue.ok": "Task {task_id} is running again with the new input.",
     "background.clear.running": (
         "Error: task {task_id} has not finished yet; wait for it before you clear it."
