@@ -344,9 +344,9 @@ def test_judge_request_shape() -> None:
     header, *middle, tail = user.contents
     assert isinstance(header, TextContent)
     assert header.text.startswith("# ")
-    assert header.text.endswith("\n\n## Original request:\n")
+    assert header.text.endswith("\n\n## The original request:\n")
     assert middle == [TextContent(text="describe this"), image, TextContent(text="briefly")]
-    assert tail == TextContent(text="\n\n## Agent's latest response:\na cat")
+    assert tail == TextContent(text="\n\n## The agent's most recent response:\na cat")
 
 
 def test_default_instructions_name_the_fields_and_markers() -> None:
@@ -400,7 +400,7 @@ def test_criteria_render_into_the_default_instructions() -> None:
     )
     expected = AIJudgeLoopEvaluator.DEFAULT_INSTRUCTIONS.replace(
         "{criteria}",
-        "\n\nThe response must satisfy all of the following criteria:\n- cites sources\n- is short",
+        "\n\nThe response has to meet every one of these criteria:\n- cites sources\n- is short",
     )
     assert evaluator.instructions == expected
     assert "{criteria}" not in evaluator.instructions

@@ -28,9 +28,10 @@ from .._messages import (
     normalize_messages,
     text_message,
 )
+from .._wording import WORDING, say
 from ._base import BaseAgent, ResponseStream, RunOptions
 from ._session import AgentSession, HistoryStoreKind, MessageView
-from ._tools import FunctionTool
+from ._tools import FunctionTool, ToolArgumentError
 
 __all__ = [
     "Agent",
@@ -42,6 +43,9 @@ __all__ = [
 
 T = TypeVar("T")
 DEFAULT_MAX_TOOL_ROUNDS = 40
+#: After this many tool rounds in a row with a failed call, the next request is the last
+#: one and offers no tools (upstream's ``max_consecutive_errors_per_request``).
+DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 
 @dataclass(slots=True)
@@ -187,6 +191,8 @@ class Agent(BaseAgent):
         id: str | None = None,
         history_store: HistoryStoreKind = "in_memory",
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        max_consecutive_tool_errors: int = DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS,
+        default_options: RunOptions | None = None,
     ) -> None:
         super().__init__(name=name, id=id, description=description, history_store=history_store)
         if client is None or not hasattr(client, "get_response"):
@@ -202,8 +208,18 @@ class Agent(BaseAgent):
         ]
         self.context_providers: list[ContextProvider] = list(context_providers)
         self.middleware: list[AgentMiddleware] = list(middleware)
+        if max_consecutive_tool_errors < 0:
+            msg = f"max_consecutive_tool_errors must be >= 0, got {max_consecutive_tool_errors}"
+            raise ValueError(msg)
         self.max_tool_rounds = max_tool_rounds
+        self.max_consecutive_tool_errors = max_consecutive_tool_errors
+        #: upstream's ``default_options``: run options every run starts from (a run's own
+        #: options win key by key)
+        self.default_options: dict[str, Any] = dict(default_options or {})
         self._label = name or self.id
+        #: a harness agent sends providers' context messages with the first model call of
+        #: a run only (upstream persists history per service call)
+        self._context_messages_first_call_only = False
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -320,8 +336,8 @@ class Agent(BaseAgent):
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
-            final = round_number > self.max_tool_rounds
-            if final:  # upstream: past the limit, one last request offering no tools
+            final = round_number > self.max_tool_rounds or state.error_limit_reached
+            if final:  # upstream: past a limit, one last request offering no tools
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -357,8 +373,8 @@ class Agent(BaseAgent):
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
-            final = round_number > self.max_tool_rounds
-            if final:  # upstream: past the limit, one last request offering no tools
+            final = round_number > self.max_tool_rounds or state.error_limit_reached
+            if final:  # upstream: past a limit, one last request offering no tools
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -401,7 +417,7 @@ class Agent(BaseAgent):
             # no providers, no run options: the agent's own instructions and tools
             instructions = self.instructions
             # join, as the general path does: same str, same TypeError for a non-str
-            joined = "\n\n".join((instructions,)) if instructions else None  # noqa: FLY002
+            joined = "\n".join((instructions,)) if instructions else None  # noqa: FLY002
             return ChatOptions(
                 instructions=joined,
                 tools=list(self.tools),
@@ -413,7 +429,7 @@ class Agent(BaseAgent):
         ]
         tools = [*self.tools, *extra_tools, *options.get("tools", ())]
         return ChatOptions(
-            instructions="\n\n".join(parts) if parts else None,
+            instructions="\n".join(parts) if parts else None,
             tools=tools,
             response_format=options.get("response_format"),
             additional_properties={
@@ -458,14 +474,21 @@ class Agent(BaseAgent):
             offered = ", ".join(options.tool_names) or "none"
             result = FunctionResultContent(
                 call_id=call.call_id,
+                result=say("agent.tool.unknown", name=call.name),
                 error=f"unknown tool {call.name!r}; tools offered this turn: {offered}",
             )
         else:
+            # Upstream's shape for a failed call: a fixed error text as the result the model
+            # reads, the exception's text beside it (upstream: ``exception``; here ``error``).
             try:
                 value = await found.invoke(call.arguments)
+            except ToolArgumentError as exc:
+                result = FunctionResultContent(
+                    call_id=call.call_id, result=WORDING["agent.tool.bad_arguments"], error=str(exc)
+                )
             except Exception as exc:  # noqa: BLE001 - the model sees the error, the run goes on
                 result = FunctionResultContent(
-                    call_id=call.call_id, error=f"{type(exc).__name__}: {exc}"
+                    call_id=call.call_id, result=WORDING["agent.tool.failed"], error=str(exc)
                 )
             else:
                 result = FunctionResultContent(call_id=call.call_id, result=_json_safe(value))
@@ -492,7 +515,7 @@ class Agent(BaseAgent):
                 results.append(
                     FunctionResultContent(
                         call_id=approval.function_call.call_id,
-                        error="the user rejected this tool call",
+                        result=WORDING["agent.tool.rejected"],
                     )
                 )
         return Message("tool", results, message_id=_trace.next_id("msg"))
@@ -503,10 +526,14 @@ class _RunState:
 
     __slots__ = (
         "agent",
+        "approval_ids",
         "chat_options",
         "context",
+        "error_limit_reached",
+        "errors_in_a_row",
         "history",
         "input_messages",
+        "later_history",
         "prefix",
         "produced",
         "response_id",
@@ -521,6 +548,9 @@ class _RunState:
         self.produced: list[Message] = []
         self.usage: Usage | None = None
         self.response_id: str | None = None
+        self.errors_in_a_row = 0
+        self.error_limit_reached = False
+        self.approval_ids: dict[str, str] = {}
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -528,6 +558,8 @@ class _RunState:
         Returns the tool message answering them (already in ``produced``), or None.
         """
         agent, session, input_messages = self.agent, self.session, self.input_messages
+        if agent.default_options:
+            options = {**agent.default_options, **options}
         providers = agent.context_providers
         # No providers: nobody could see or fill a SessionContext, so none is made.
         context: SessionContext | None = None
@@ -544,12 +576,17 @@ class _RunState:
         self.chat_options = chat_options = agent._chat_options(context, options)
         chat_options.agent_name = agent._label
         chat_options.session_id = session.session_id
-        self.history = session.history()
-        self.prefix: tuple[Message, ...] = (
-            tuple(input_messages)
-            if context is None
-            else (*context.context_messages, *input_messages)
-        )
+        history = session.history()
+        self.prefix: tuple[Message, ...] = tuple(input_messages)
+        self.later_history: MessageView | None = None
+        if context is not None and context.context_messages:
+            # Upstream's order: providers' context messages, then the session history, then
+            # the new input and what this run produced.
+            lead = (*context.context_messages, *history)
+            if agent._context_messages_first_call_only:
+                self.later_history = history
+            history = MessageView(lead, len(lead))
+        self.history = history
         approvals = [
             c
             for m in input_messages
@@ -565,6 +602,9 @@ class _RunState:
     def request(self) -> MessageView:
         """This round's request (history, then prefix and what the run produced), reported."""
         request = self.history.followed_by((*self.prefix, *self.produced))
+        if self.later_history is not None:
+            # a harness agent: context messages reach only the run's first model call
+            self.history, self.later_history = self.later_history, None
         if _trace.observed():  # spares listing the tool names for nobody
             _trace.emit(
                 "model_request",
@@ -607,10 +647,7 @@ class _RunState:
         if visible:
             return None
         fallback = text_message(
-            "assistant",
-            f"Stopped: the limit of {self.agent.max_tool_rounds} model turns with tool "
-            "calls in one run was reached.",
-            message_id=_trace.next_id("msg"),
+            "assistant", WORDING["agent.tool.limit_reached"], message_id=_trace.next_id("msg")
         )
         self.produced.append(fallback)
         return fallback
@@ -637,13 +674,32 @@ class _RunState:
             if isinstance(c, FunctionCallContent)
         ]
 
-    def pending(self, calls: Sequence[FunctionCallContent]) -> set[str]:
-        """Ids of the calls that wait for approval."""
+    def pending(self, calls: Sequence[FunctionCallContent]) -> dict[str, str]:
+        """Call id -> approval request id, for the calls that wait for approval."""
         agent, chat_options = self.agent, self.chat_options
-        return {c.call_id for c in calls if agent._requires_approval(c.name, chat_options)}
+        found = self.approval_ids
+        for c in calls:
+            if c.call_id not in found and agent._requires_approval(c.name, chat_options):
+                found[c.call_id] = _trace.next_id("approval")
+        return {c.call_id: found[c.call_id] for c in calls if c.call_id in found}
+
+    def _count_errors(self, tool_message: Message) -> None:
+        failed = any(
+            isinstance(c, FunctionResultContent) and c.error is not None
+            for c in tool_message.contents
+        )
+        if not failed:
+            self.errors_in_a_row = 0
+            return
+        self.errors_in_a_row += 1
+        if self.errors_in_a_row >= self.agent.max_consecutive_tool_errors:
+            self.error_limit_reached = True
 
     async def act(
-        self, chat_response: ChatResponse, calls: list[FunctionCallContent], pending: set[str]
+        self,
+        chat_response: ChatResponse,
+        calls: list[FunctionCallContent],
+        pending: dict[str, str],
     ) -> tuple[Message | None, bool]:
         """Keep the answer and run the tools it may run: (tool message or None, run done)."""
         agent, produced = self.agent, self.produced
@@ -658,6 +714,7 @@ class _RunState:
         produced.extend(chat_response.messages)
         tool_message = await agent._run_tools(calls, self.chat_options, self.session)
         produced.append(tool_message)
+        self._count_errors(tool_message)
         return tool_message, False
 
     async def finish(self) -> AgentResponse:
@@ -702,16 +759,18 @@ def _note(exc: BaseException, text: str) -> None:
 _M = TypeVar("_M", Message, ChatResponseUpdate)
 
 
-def _with_approval_requests(message: _M, pending: set[str]) -> _M:
-    """``message`` with each pending call replaced by an approval request for it."""
+def _with_approval_requests(message: _M, pending: dict[str, str]) -> _M:
+    """``message`` with an approval request (its own id) after each pending call.
+
+    Upstream's shape: the function call stays, and the request follows it.
+    """
     if not pending:
         return message
-    contents = [
-        FunctionApprovalRequestContent(id=c.call_id, function_call=c)
-        if isinstance(c, FunctionCallContent) and c.call_id in pending
-        else c
-        for c in message.contents
-    ]
+    contents: list[Any] = []
+    for c in message.contents:
+        contents.append(c)
+        if isinstance(c, FunctionCallContent) and c.call_id in pending:
+            contents.append(FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c))
     return message.model_copy(update={"contents": contents})
 
 

@@ -14,13 +14,13 @@ from .. import _trace
 from .._agents import AgentMiddleware, AgentRunContext, AgentSession, ResponseStream
 from .._agents._base import maybe_await
 from .._messages import AgentResponse, AgentResponseUpdate, Message, normalize_messages
+from .._wording import WORDING, say
 from ._engine import LoopPolicy, LoopRun, NextInput, drive, drive_stream
 
 __all__ = ["DEFAULT_MAX_ITERATIONS", "DEFAULT_NEXT_MESSAGE", "AgentLoopMiddleware"]
 
 DEFAULT_MAX_ITERATIONS = 10
-DEFAULT_NEXT_MESSAGE = "Keep going with the task. If it is already complete, say so plainly."
-_PROGRESS_LABEL = "Progress so far:"
+DEFAULT_NEXT_MESSAGE = WORDING["loop.next_message"]
 
 LoopCallback = Callable[..., Any]
 CallNext = Callable[[], Awaitable[None]]
@@ -254,7 +254,7 @@ class _PredicatePolicy(LoopPolicy):
         if mw.inject_progress and self.progress:
             full = self.context.session is None or mw.fresh_context
             lines = self._progress_lines if full else f"- {self.progress[-1]}"
-            head.append(Message.user(f"{_PROGRESS_LABEL}\n{lines}"))
+            head.append(Message.user(say("loop.progress", entries=lines)))
         return [*head, *base]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._agents import AgentSession, ContextProvider
+from .._wording import WORDING
 from ._evaluation import LoopContext, LoopEvaluation, LoopEvaluator
 from ._evaluators import required_service
 
@@ -156,10 +157,7 @@ class TodoCompletionLoopEvaluator(LoopEvaluator):
     """
 
     REMAINING_TODOS_PLACEHOLDER: ClassVar[str] = "{remaining_todos}"
-    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = (
-        "Your todo list still has open items. Carry on until every one of them is done "
-        "and marked as complete. Still open:\n{remaining_todos}"
-    )
+    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = WORDING["evaluator.todo.feedback"]
 
     def __init__(self, options: TodoCompletionLoopEvaluatorOptions | None = None) -> None:
         options = options or TodoCompletionLoopEvaluatorOptions()
