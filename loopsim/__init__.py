@@ -56,6 +56,7 @@ from ._errors import SimulationDeadlock as SimulationDeadlock
 from ._errors import SimulationError as SimulationError
 from ._errors import TranscriptError as TranscriptError
 from ._harness import HarnessAgent as HarnessAgent
+from ._harness import NotSimulatedWarning as NotSimulatedWarning
 from ._harness import create_harness_agent as create_harness_agent
 from ._loop import AgentLoopMiddleware as AgentLoopMiddleware
 from ._loop import AgentModeProvider as AgentModeProvider
@@ -73,6 +74,8 @@ from ._loop import LoopEvaluator as LoopEvaluator
 from ._loop import TodoCompletionLoopEvaluator as TodoCompletionLoopEvaluator
 from ._loop import TodoCompletionLoopEvaluatorOptions as TodoCompletionLoopEvaluatorOptions
 from ._loop import TodoProvider as TodoProvider
+from ._loop import todos_remaining as todos_remaining
+from ._loop import todos_remaining_message as todos_remaining_message
 from ._messages import AgentResponse as AgentResponse
 from ._messages import AgentResponseUpdate as AgentResponseUpdate
 from ._messages import ChatOptions as ChatOptions
@@ -90,6 +93,7 @@ from ._messages import TextContent as TextContent
 from ._messages import UriContent as UriContent
 from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
+from ._messages._factory import Content as Content
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
 from ._scenario import load_scenario as load_scenario
@@ -132,6 +136,7 @@ __all__ = [
     "ChatResponseUpdate",
     "CompletionMarkerLoopEvaluator",
     "CompletionMarkerLoopEvaluatorOptions",
+    "Content",
     "ContextProvider",
     "DataContent",
     "DelegateLoopEvaluator",
@@ -154,6 +159,7 @@ __all__ = [
     "LoopEvaluator",
     "LoopsimError",
     "Message",
+    "NotSimulatedWarning",
     "RecordedTurn",
     "Recorder",
     "RecordingChatClient",
@@ -196,6 +202,8 @@ __all__ = [
     "render_timeline",
     "run_scenario",
     "simulate",
+    "todos_remaining",
+    "todos_remaining_message",
     "tool",
     "write_transcript",
 ]

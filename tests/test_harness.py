@@ -152,9 +152,10 @@ def test_middleware_must_be_a_sequence(bad: Any) -> None:
         create_harness_agent(client(), name="h", middleware=bad)
 
 
-def test_name_is_required() -> None:
+def test_name_is_optional_as_upstream_but_unknown_options_are_type_errors() -> None:
+    assert create_harness_agent(client()).name is None
     with pytest.raises(TypeError):
-        create_harness_agent(client())  # type: ignore[call-arg]
+        create_harness_agent(client(), no_such_option=True)
 
 
 def test_instructions_tools_and_description_reach_the_chat_agent(backend: str) -> None:

@@ -232,7 +232,7 @@ class Agent(BaseAgent):
 
     # -- entry points -------------------------------------------------------------------
 
-    async def run(
+    async def _run_response(
         self,
         messages: MessagesInput = None,
         *,
@@ -726,6 +726,9 @@ class _RunState:
             agent_id=agent.id,
             usage=self.usage,
         )
+        response_format = self.chat_options.response_format
+        if response_format is not None:  # upstream: parsed from the last answer when read
+            response._response_format = response_format
         session.add_messages([*self.input_messages, *produced])
         providers = agent.context_providers
         if providers:
