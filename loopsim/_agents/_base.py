@@ -255,9 +255,21 @@ class BaseAgent(StreamingRun):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r})"
 
-    def create_session(self) -> AgentSession:
-        """A new, empty session using this agent's history store."""
-        session = AgentSession(history_store=self.history_store)
+    def create_session(self, *, session_id: str | None = None) -> AgentSession:
+        """A new, empty session using this agent's history store (``session_id``: its id)."""
+        session = AgentSession(history_store=self.history_store, session_id=session_id)
+        _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
+        return session
+
+    def get_session(
+        self, service_session_id: str, *, session_id: str | None = None
+    ) -> AgentSession:
+        """A session bound to a service-side conversation id (upstream's ``get_session``)."""
+        session = AgentSession(
+            history_store=self.history_store,
+            session_id=session_id,
+            service_session_id=service_session_id,
+        )
         _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
         return session
 
@@ -365,8 +377,17 @@ class DelegatingAgent(StreamingRun):
         stream = self.inner.run_stream(messages, session=session, options=options)
         return stream if isinstance(stream, ResponseStream) else ResponseStream(stream)
 
-    def create_session(self) -> Any:
-        return self.inner.create_session()
+    def create_session(self, *, session_id: str | None = None) -> Any:
+        if session_id is None:
+            return self.inner.create_session()
+        return self.inner.create_session(session_id=session_id)  # type: ignore[call-arg] # an inner agent with upstream's signature
+
+    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> Any:
+        get_session = getattr(self.inner, "get_session", None)
+        if get_session is None:
+            msg = f"{self.inner!r} has no get_session"
+            raise TypeError(msg)
+        return get_session(service_session_id, session_id=session_id)
 
     def serialize_session(self, session: Any) -> dict[str, Any]:
         return self.inner.serialize_session(session)
