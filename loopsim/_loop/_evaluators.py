@@ -166,7 +166,8 @@ class JudgeVerdict(BaseModel):
     """The judge's structured verdict: ``{"answered": bool, "gapAnalysis": str}``.
 
     ``gap_analysis`` is also accepted in JSON; ``model_dump(by_alias=True)`` writes the
-    upstream name ``gapAnalysis``.
+    upstream name ``gapAnalysis`` (.NET's). ``reasoning`` is the Python package's field
+    (what :meth:`AgentLoopMiddleware.with_judge` feeds back).
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -178,6 +179,7 @@ class JudgeVerdict(BaseModel):
         serialization_alias="gapAnalysis",
         description="When not answered: what is still missing or incomplete.",
     )
+    reasoning: str = Field(default="", description="A short justification of the verdict.")
 
     def __init__(self, answered: Any = _UNSET, gap_analysis: Any = _UNSET, **data: Any) -> None:
         # Positional as in the design's signature. pydantic also validates through a
