@@ -22,6 +22,7 @@ from ._agents import BaseAgent as BaseAgent
 from ._agents import ContextProvider as ContextProvider
 from ._agents import DelegatingAgent as DelegatingAgent
 from ._agents import FunctionTool as FunctionTool
+from ._agents import MiddlewareTermination as MiddlewareTermination
 from ._agents import ResponseStream as ResponseStream
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
@@ -159,6 +160,7 @@ __all__ = [
     "LoopEvaluator",
     "LoopsimError",
     "Message",
+    "MiddlewareTermination",
     "NotSimulatedWarning",
     "RecordedTurn",
     "Recorder",

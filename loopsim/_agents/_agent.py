@@ -38,6 +38,7 @@ __all__ = [
     "AgentMiddleware",
     "AgentRunContext",
     "ContextProvider",
+    "MiddlewareTermination",
     "SessionContext",
 ]
 
@@ -131,6 +132,22 @@ class AgentRunContext:
 
 
 CallNext = Callable[[], Awaitable[None]]
+
+
+class MiddlewareTermination(Exception):  # noqa: N818 - upstream's name
+    """Raised by a middleware to end the run early and cleanly (upstream's control flow).
+
+    The run returns what the middleware context holds then: a non-streaming run the
+    ``context.result`` already set (a response with no messages when there is none;
+    upstream returns None there), a stream the updates seen so far. Inside an
+    :class:`~loopsim.AgentLoopMiddleware` the loop stops and keeps its last finished
+    iteration. ``result`` is kept for upstream's signature; as upstream, an agent run
+    does not read it.
+    """
+
+    def __init__(self, message: str = "middleware ended the run", *, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class AgentMiddleware:
@@ -252,7 +269,13 @@ class Agent(BaseAgent):
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=False
         )
-        await self._pipeline(context, 0)
+        try:
+            await self._pipeline(context, 0)
+        except MiddlewareTermination:
+            if context.result is None:
+                return build_agent_response(
+                    [], response_id=_trace.next_id("resp"), agent_id=self.id
+                )
         result = context.result
         if isinstance(result, ResponseStream):
             return await result.get_final_response()
@@ -284,7 +307,13 @@ class Agent(BaseAgent):
     async def _stream_through_pipeline(
         self, context: AgentRunContext
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
-        await self._pipeline(context, 0)
+        try:
+            await self._pipeline(context, 0)
+        except MiddlewareTermination:
+            if not isinstance(context.result, ResponseStream):
+                if isinstance(context.result, AgentResponse):
+                    yield context.result
+                return
         result = context.result
         if isinstance(result, AgentResponse):
             yield result
@@ -296,6 +325,8 @@ class Agent(BaseAgent):
             async for update in result:
                 yield update
             yield await result.get_final_response()
+        except MiddlewareTermination:
+            return  # the stream ends with what it yielded so far
         finally:
             await result.aclose()
 
