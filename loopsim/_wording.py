@@ -150,6 +150,7 @@ WORDING: dict[str, str] = {
     ),
     # -- background agents: tool replies ------------------------------------------------------
     "background.bad_arguments": "Error: {detail}",
+    "background.canceled": "The task was cancelled before it finished.",
     "background.released.start": "Error: this session is being released, so no new task can start.",
     "background.released.wait": (
         "Error: this session is being released, so there is nothing to wait for."

@@ -213,8 +213,8 @@ def test_a_wait_blocked_during_release_saves_the_cancellation(backend: str) -> N
     reply, saved, after = loopsim.simulate(main, backend=backend)
     assert reply == "Task 1 ended with status: failed."
     assert saved[0]["status"] == "failed"
-    assert saved[0]["error_text"] == "Task was canceled."
-    assert after == "The task failed: Task was canceled."
+    assert saved[0]["error_text"] == "The task was cancelled before it finished."
+    assert after == "The task failed: The task was cancelled before it finished."
 
 
 def test_a_runtime_made_during_a_release_survives_it(backend: str) -> None:

@@ -125,6 +125,7 @@ class _Runtime:
         "index",
         "token",
         "tools",
+        "waiting",
     )
 
     def __init__(self, token: object | None) -> None:
@@ -139,6 +140,8 @@ class _Runtime:
         self.finished: list[ChildRun] = []
         self.index: _Index | None = None
         self.tools: tuple[object, list[FunctionTool]] | None = None
+        #: task id -> how many wait-tool calls are blocked on its run right now
+        self.waiting: dict[int, int] = {}
 
     def track(self, task_id: int, run: ChildRun) -> None:
         if self.closed:
@@ -341,10 +344,32 @@ class BackgroundAgentsProvider(ContextProvider):
         try:
             if pending:
                 await _drain(session_id, pending, timeout)
+                self._finalize_awaited(session, runtime, pending)
         finally:
             runtime.clear()
             if self._runtimes.get(session_id) is runtime:
                 del self._runtimes[session_id]
+
+    def _finalize_awaited(
+        self, session: AgentSession, runtime: _Runtime, runs: Iterable[ChildRun]
+    ) -> None:
+        """Save the outcome of drained runs a blocked wait tool is waiting on.
+
+        Upstream's waiter resumes before the release clears the runtime, so such a
+        task's record is final (``failed``, cancelled) when ``release_session`` returns;
+        a run nobody waits on keeps its saved ``running`` record (``lost`` later).
+        """
+        index = self._index(runtime, self._state(session)["tasks"])
+        for run in runs:
+            if not (run.finished and runtime.waiting.get(run.task_id)):
+                continue
+            record = index.by_id.get(run.task_id)
+            if (
+                record is not None
+                and record["status"] == _RUNNING
+                and runtime.in_flight.get(run.task_id) is run
+            ):
+                self._finalize(session, runtime, record, run)
 
     # -- state, runtime and refresh -----------------------------------------------------
 
@@ -561,22 +586,32 @@ class BackgroundAgentsProvider(ContextProvider):
             return say("background.wait.none_running")
         if not any(run.finished for run in runs):
             wake = anyio.Event()
+            waiting = runtime.waiting  # a release finalizes what a blocked wait waits on
             for run in runs:
                 run.add_listener(wake)
+                waiting[run.task_id] = waiting.get(run.task_id, 0) + 1
             try:
-                with anyio.move_on_after(self._wait_timeout_seconds):
-                    await wake.wait()
+                try:
+                    with anyio.move_on_after(self._wait_timeout_seconds):
+                        await wake.wait()
+                finally:
+                    for run in runs:
+                        run.remove_listener(wake)
+                if not any(run.finished for run in runs):
+                    return say("background.wait.timeout", timeout=self._wait_timeout_seconds)
+                # Let runs that end at this same virtual instant finish too, so the winner
+                # is chosen among all of them (by the simulation's tie breaker, see
+                # ``_ties``), not by which one the scheduler happened to run first.
+                await settle()
+                tied = [run for run in runs if run.finished]
+                winner = tied[break_tie([run.task_id for run in tied])]
             finally:
                 for run in runs:
-                    run.remove_listener(wake)
-            if not any(run.finished for run in runs):
-                return say("background.wait.timeout", timeout=self._wait_timeout_seconds)
-            # Let runs that end at this same virtual instant finish too, so the winner is
-            # chosen among all of them (by the simulation's tie breaker, see ``_ties``),
-            # not by which one the scheduler happened to run first.
-            await settle()
-            tied = [run for run in runs if run.finished]
-            winner = tied[break_tie([run.task_id for run in tied])]
+                    left = waiting.get(run.task_id, 1) - 1
+                    if left:
+                        waiting[run.task_id] = left
+                    else:
+                        waiting.pop(run.task_id, None)
         else:
             # Already finished when called: the first in the requested order (upstream).
             winner = next(run for run in runs if run.finished)
