@@ -446,13 +446,18 @@ def test_judge_failure_propagates(backend: str) -> None:
 
 def test_judge_verdict_model_uses_upstream_json_names() -> None:
     verdict = JudgeVerdict(False, "gap")
-    assert verdict.model_dump(by_alias=True) == {"answered": False, "gapAnalysis": "gap"}
+    # .NET's gapAnalysis and the Python package's reasoning, side by side
+    assert verdict.model_dump(by_alias=True) == {
+        "answered": False,
+        "gapAnalysis": "gap",
+        "reasoning": "",
+    }
     assert JudgeVerdict.model_validate_json('{"answered": true, "gapAnalysis": "g"}') == (
         JudgeVerdict(answered=True, gap_analysis="g")
     )
     assert JudgeVerdict.model_validate({"answered": True, "gap_analysis": "s"}).gap_analysis == "s"
     schema = JudgeVerdict.model_json_schema(by_alias=True)
-    assert set(schema["properties"]) == {"answered", "gapAnalysis"}
+    assert set(schema["properties"]) == {"answered", "gapAnalysis", "reasoning"}
     assert JudgeVerdict(True).gap_analysis == ""
     assert json.loads(verdict.model_dump_json(by_alias=True))["gapAnalysis"] == "gap"
 

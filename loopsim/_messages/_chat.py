@@ -590,12 +590,15 @@ class ChatResponse(StructuredValue, BaseModel):
             msgs = [messages]
         else:
             msgs = list(messages or ())
+        # upstream's two fields join fields_set only when given (as the fast builder's)
+        if conversation_id is not None:
+            extra["conversation_id"] = conversation_id
+        if finish_reason is not None:
+            extra["finish_reason"] = finish_reason
         super().__init__(
             messages=msgs,
             response_id=response_id,
             usage=usage if usage is not None else usage_details,
-            conversation_id=conversation_id,
-            finish_reason=finish_reason,
             **extra,
         )
         self._response_format = response_format
