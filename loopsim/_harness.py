@@ -51,7 +51,6 @@ DEFAULT_LOOP_MAX_ITERATIONS = 10
 #: each with the values that change nothing here (upstream's default; for a flag, both)
 NOT_SIMULATED_OPTIONS: dict[str, tuple[object, ...]] = {
     "max_context_window_tokens": (None,),
-    "max_output_tokens": (None,),
     "history_provider": (None,),
     "disable_compaction": (False, True),
     "before_compaction_strategy": (None,),
@@ -98,6 +97,20 @@ def _warn_not_simulated(given: Mapping[str, object]) -> None:
         warnings.warn(msg, NotSimulatedWarning, stacklevel=3)
 
 
+def _check_token_limits(context_window: Any, output: Any) -> None:
+    """Upstream's checks on the two token limits (loopsim's words)."""
+    window = None if context_window is _UNSET else context_window
+    if window is not None and window <= 0:
+        msg = f"max_context_window_tokens must be a positive number of tokens, got {window}"
+        raise ValueError(msg)
+    if output is not None and output <= 0:
+        msg = f"max_output_tokens must be a positive number of tokens, got {output}"
+        raise ValueError(msg)
+    if window is not None and output is not None and output >= window:
+        msg = f"max_output_tokens ({output}) must be less than max_context_window_tokens ({window})"
+        raise ValueError(msg)
+
+
 class _Unset:
     def __repr__(self) -> str:
         return "<unset>"
@@ -142,7 +155,6 @@ class HarnessAgent(DelegatingAgent):
         middleware: Sequence[AgentMiddleware] | None = (),
         description: str | None = None,
         max_context_window_tokens: Any = _UNSET,
-        max_output_tokens: Any = _UNSET,
         history_provider: Any = _UNSET,
         disable_compaction: Any = _UNSET,
         before_compaction_strategy: Any = _UNSET,
@@ -167,11 +179,12 @@ class HarnessAgent(DelegatingAgent):
         disable_tool_auto_approval: Any = _UNSET,
         auto_approval_rules: Any = _UNSET,
         otel_provider_name: Any = _UNSET,
+        max_output_tokens: int | None = None,
     ) -> None:
+        _check_token_limits(max_context_window_tokens, max_output_tokens)
         _warn_not_simulated(
             {
                 "max_context_window_tokens": max_context_window_tokens,
-                "max_output_tokens": max_output_tokens,
                 "history_provider": history_provider,
                 "disable_compaction": disable_compaction,
                 "before_compaction_strategy": before_compaction_strategy,
@@ -225,11 +238,14 @@ class HarnessAgent(DelegatingAgent):
         own = agent_instructions if agent_instructions is not None else instructions
         # upstream: harness-level text, a blank line, the agent's own; blank parts dropped
         joined = f"{harness_instructions or ''}\n\n{own or ''}".strip() or None
+        options = dict(default_options or {})
+        if max_output_tokens is not None:  # upstream: the model's max_tokens, unless given
+            options.setdefault("max_tokens", max_output_tokens)
         agent = Agent(
             client,
             name=name,
             id=id,
-            default_options=default_options,
+            default_options=options,
             instructions=joined,
             tools=tools,
             context_providers=providers,
@@ -249,6 +265,11 @@ class HarnessAgent(DelegatingAgent):
         self.background_agents_provider = provider
         self.loop_agent = loop_agent
         self.loop_middleware = loop_middleware
+
+    @property
+    def default_options(self) -> dict[str, Any]:
+        """The chat agent's default run options (upstream's attribute)."""
+        return self.agent.default_options
 
     @property
     def context_providers(self) -> list[ContextProvider]:

@@ -221,11 +221,48 @@ def test_upstreams_other_harness_options_are_accepted_and_warned_about_once() ->
         ScriptedChatClient([]), disable_todo=True, disable_tool_auto_approval=False
     )
     assert quiet.name is None
-    with pytest.warns(NotSimulatedWarning, match="max_output_tokens, todo_provider") as seen:
+    with pytest.warns(
+        NotSimulatedWarning, match="max_context_window_tokens, todo_provider"
+    ) as seen:
         loopsim.create_harness_agent(
-            ScriptedChatClient([]), todo_provider=object(), max_output_tokens=100
+            ScriptedChatClient([]), todo_provider=object(), max_context_window_tokens=1000
         )
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("window", "output"), [(0, None), (None, 0), (None, -1), (1000, 1000)], ids=str
+)
+def test_token_limits_are_checked_as_upstream_checks_them(window: Any, output: Any) -> None:
+    with pytest.raises(ValueError, match="max_"):
+        loopsim.create_harness_agent(
+            ScriptedChatClient([]), max_context_window_tokens=window, max_output_tokens=output
+        )
+    with pytest.raises(ValueError, match="max_"):
+        af.create_harness_agent(
+            FakeAFChatClient([]), max_context_window_tokens=window, max_output_tokens=output
+        )
+
+
+def test_max_output_tokens_becomes_the_models_max_tokens_on_both_engines() -> None:
+    ours = loopsim.create_harness_agent(ScriptedChatClient([]), max_output_tokens=50)
+    theirs = af.create_harness_agent(FakeAFChatClient([]), max_output_tokens=50)
+    assert ours.default_options["max_tokens"] == theirs.default_options["max_tokens"] == 50
+    assert loopsim.create_harness_agent(ScriptedChatClient([])).default_options == {}
+
+
+def test_harness_identity_and_sessions_as_upstream() -> None:
+    harness = loopsim.create_harness_agent(
+        ScriptedChatClient(["Hello"]), id="my-agent-id", name="my-agent", description="A test"
+    )
+    assert (harness.id, harness.name, harness.description) == ("my-agent-id", "my-agent", "A test")
+    assert isinstance(harness, loopsim.SupportsAgentRun)
+
+    async def main() -> Any:
+        session = harness.create_session(session_id="custom-id")
+        return session.session_id, (await harness.run("hello", session=session)).messages[-1].role
+
+    assert loopsim.simulate(main) == ("custom-id", "assistant")
 
 
 def test_harness_and_agent_instructions_join_as_upstream_joins_them() -> None:
