@@ -65,8 +65,8 @@ def test_changed_behaviour_shows_a_diff(pytester: pytest.Pytester, scenario: Pat
             "*expect.transcript: the transcript differs from its snapshot*",
             "*--- *completion_marker.transcript.txt (snapshot)",
             "*+++ this run",
-            '*-t=   20.000  model_response        writer  session-0001  assistant: "a first draft"',
-            '*+t=   20.000  model_response        writer  session-0001  assistant: "a rough draft"',
+            '*-           model_response        writer  session-0001  assistant: "a first draft"',
+            '*+           model_response        writer  session-0001  assistant: "a rough draft"',
         ]
     )
     before = _snapshot(pytester).read_text(encoding="utf-8")
