@@ -251,6 +251,7 @@ class ScenarioOutput:
     def __init__(self, config: pytest.Config, *, note: str | None = None) -> None:
         self.config = config
         self.note = note
+        _interval(config)  # a bad ini value stops the run before any test, with its name
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -112,10 +112,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _positive(text: str) -> int:
-    number = int(text)
+    import argparse  # noqa: PLC0415 - only for a bad option value
+
+    number = int(text) if text.strip().lstrip("-").isdigit() else 0
     if number < 1:
-        msg = f"expected a whole number >= 1, got {text}"
-        raise ValueError(msg)
+        msg = f"expected a whole number >= 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
     return number
 
 
