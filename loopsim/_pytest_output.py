@@ -251,6 +251,8 @@ class ScenarioOutput:
     def __init__(self, config: pytest.Config, *, note: str | None = None) -> None:
         self.config = config
         self.note = note
+        #: scenario snapshots syrupy's clean-up deleted and the plugin wrote back
+        self.put_back: list[Any] = []
         _interval(config)  # a bad ini value stops the run before any test, with its name
 
     @pytest.hookimpl(trylast=True)
@@ -268,6 +270,12 @@ class ScenarioOutput:
             return
         if self.note is not None:
             terminalreporter.write_line(self.note)
+        if self.put_back:
+            names = ", ".join(str(path) for path in self.put_back)
+            terminalreporter.write_line(
+                f"loopsim: syrupy took {len(self.put_back)} scenario snapshot(s) for unused "
+                f"snapshots and deleted them; they are written back: {names}"
+            )
         if self.config.get_verbosity() < 0:
             return
         lines = summary_lines(scenario_reports(terminalreporter.stats))

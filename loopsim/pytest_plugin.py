@@ -158,6 +158,51 @@ def pytest_load_initial_conftests(
     return result
 
 
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    # syrupy's clean-up (--snapshot-update) takes every file of a __snapshots__ folder
+    # that no syrupy assertion used for an unused snapshot, and deletes it: scenario
+    # snapshots that share the folder with a test module's .ambr file are put back.
+    kept = _scenario_snapshots(session)
+    result = yield
+    _put_back(session.config, kept)
+    return result
+
+
+def _scenario_snapshots(session: pytest.Session) -> dict[Path, str]:
+    config = session.config
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("syrupy"):
+        return {}
+    if not update_snapshots(config):
+        return {}
+    nodeids = {item.nodeid for item in session.items if isinstance(item, ScenarioItem)}
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        nodeids.update(r.nodeid for r in _pytest_output.scenario_reports(reporter.stats))
+    kept: dict[Path, str] = {}
+    for nodeid in sorted(nodeids):
+        file, _, name = nodeid.partition("::")
+        path = config.rootpath / file
+        snapshot = path.parent / "__snapshots__" / f"{name}.transcript.txt"
+        if snapshot.is_file():
+            kept[snapshot] = snapshot.read_text(encoding="utf-8")
+    return kept
+
+
+def _put_back(config: pytest.Config, kept: dict[Path, str]) -> None:
+    from ._files import write_atomic  # noqa: PLC0415 - only after a syrupy clean-up
+
+    put_back = []
+    for path, text in kept.items():
+        if not path.exists():
+            write_atomic(path, text)
+            put_back.append(path)
+    if put_back:
+        output = config.pluginmanager.get_plugin(_pytest_output.PLUGIN_NAME)
+        if output is not None:
+            output.put_back = put_back
+
+
 def update_snapshots(config: pytest.Config) -> bool:
     """Whether this run writes scenario snapshots (``--snapshot-update`` or its alias)."""
     return bool(config.getoption(SNAPSHOT_UPDATE_OPTION, default=False)) or bool(
