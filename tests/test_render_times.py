@@ -4,6 +4,7 @@ touches only the lines where time passes differently (snapshots stay reviewable)
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,26 @@ def test_unknown_times_value_is_a_clear_error() -> None:
     )
     with pytest.raises(ValueError, match="times must be 'delta' or 'absolute', got 'wall'"):
         loopsim.render_text(transcript, times="wall")
+
+
+def test_the_docs_diff_is_what_a_one_second_change_does(tmp_path: Path) -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```diff\n(.*?)```", docs, flags=re.DOTALL)
+    shown = block.splitlines()
+    scenarios = Path(__file__).parent.parent / "scenarios"
+    snapshot = (scenarios / "__snapshots__" / "background_fast_first.transcript.txt").read_text(
+        encoding="utf-8"
+    )
+    text = (scenarios / "background_fast_first.loopsim.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "background_fast_first.loopsim.yaml"
+    path.write_text(text.replace("delay: 10}", "delay: 11}"), encoding="utf-8")
+    result = loopsim.run_scenario(loopsim.load_scenario(path))
+    assert result.transcript is not None
+    after = loopsim.render_text(result.transcript).splitlines()
+    before = snapshot.splitlines()
+    assert shown[0] == " " + before[0]
+    changed = _changed(before, after)
+    assert [line for line in shown if line[:1] in "+-"] == changed
+    for line in shown:  # every context line of the example is a line of the snapshot
+        if line[:1] == " " and line.strip() != "...":
+            assert line[1:] in before

@@ -91,3 +91,28 @@ def test_loopsim_run_passes_the_split_options_on(pytester: pytest.Pytester) -> N
         assert line.startswith("loopsim: ")
         counts.append(int(line.split()[1]))
     assert sorted(counts) == [3, 4]
+
+
+def test_the_docs_ci_matrix_runs_every_scenario_once(pytester: pytest.Pytester) -> None:
+    import re
+    import shlex
+
+    import yaml
+
+    docs = (SCENARIOS.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    (workflow,) = [b for b in re.findall(r"```yaml\n(.*?)```", docs, re.DOTALL) if "--splits" in b]
+    job = yaml.safe_load(workflow)["jobs"]["scenarios"]
+    groups = job["strategy"]["matrix"]["group"]
+    (command,) = [s["run"] for s in job["steps"] if "loopsim run" in s.get("run", "")]
+    args = shlex.split(command)
+    assert args[:3] == ["loopsim", "run", "scenarios/"]
+    assert groups == list(range(1, int(args[args.index("--splits") + 1]) + 1))
+    everything = _suite(pytester)
+    ran: list[str] = []
+    for group in groups:
+        options = shlex.split(command.replace("${{ matrix.group }}", str(group)))[3:]
+        options = [a for a in options if a not in ("-n", "auto")]  # xdist is tested elsewhere
+        reprec = pytester.inline_run(*options)
+        ran.extend(_ran(reprec))
+        assert (pytester.path / f"report-{group}.xml").is_file()
+    assert sorted(ran) == sorted(everything)
