@@ -34,7 +34,12 @@ def _shipped() -> str:
 
 
 @needs_syrupy
-def test_with_syrupy_one_flag_updates_both(pytester: pytest.Pytester, snapshot_file: Path) -> None:
+def test_with_syrupy_one_flag_updates_both(
+    pytester: pytest.Pytester, snapshot_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run as a single process even when this suite runs under xdist: syrupy reads this
+    # variable to decide whether it is a worker (a worker leaves the clean-up to others)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makepyfile(test_words="def test_words(snapshot):\n    assert 'hello' == snapshot\n")
     result = pytester.runpytest("--snapshot-update", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
