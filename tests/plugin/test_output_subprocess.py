@@ -1,5 +1,6 @@
 """The output options together, in a subprocess with xdist, the plugin from its entry
-point and syrupy blocked (as in a plain install, where loopsim registers --snapshot-update)."""
+point and syrupy blocked (as in a plain install, where loopsim registers --snapshot-update):
+-v descriptions, the summary, the update flag, the cap, and no progress from workers."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_description_summary_update_and_cap_under_xdist(pytester: pytest.Pyteste
         (pytester.path / f"{name}.loopsim.yaml").write_text(text, encoding="utf-8")
     result = pytester.runpytest_subprocess(
         "-n", "2", "-v", "-p", "no:syrupy", "-p", "no:cacheprovider",
-        "--snapshot-update", "--loopsim-max-examples=2",
+        "--snapshot-update", "--loopsim-max-examples=2", "-o", "loopsim_progress_interval=0",
     )  # fmt: skip
     result.assert_outcomes(passed=3)
     written = pytester.path / "__snapshots__" / "completion_marker.transcript.txt"
@@ -37,3 +38,5 @@ def test_description_summary_update_and_cap_under_xdist(pytester: pytest.Pyteste
     ]
     assert [" ".join(line.split()) for line in lines[start + 1 : start + 4]] == expected
     assert "deprecated" not in result.stdout.str()
+    # workers print no progress (their output is not shown); the summary counts the draws
+    assert not [line for line in lines if line.strip().startswith("vary ")]

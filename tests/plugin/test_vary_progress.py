@@ -1,5 +1,6 @@
 """Progress of a ``vary:`` file: ``vary done/planned draws`` lines, at most one per
-``loopsim_progress_interval`` real seconds; none under ``-q`` or from xdist workers."""
+``loopsim_progress_interval`` real seconds; none under ``-q`` or from xdist workers (that
+case is in test_output_subprocess.py)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,6 @@ def test_a_failure_shows_its_shrinking(pytester: pytest.Pytester) -> None:
         pytest.param(("-q", "-o", "loopsim_progress_interval=0"), id="quiet"),
         pytest.param(("-o", "loopsim_progress_interval=-1"), id="off"),
         pytest.param((), id="default-interval-fast-file"),
-        pytest.param(("-n", "2", "-o", "loopsim_progress_interval=0"), id="xdist"),
     ],
 )
 def test_no_progress_lines(pytester: pytest.Pytester, options: tuple[str, ...]) -> None:

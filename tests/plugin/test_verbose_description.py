@@ -1,4 +1,5 @@
-"""``-v`` shows each scenario's description under its result line."""
+"""``-v`` shows each scenario's description under its result line (under xdist: see
+test_output_subprocess.py)."""
 
 from __future__ import annotations
 
@@ -80,17 +81,3 @@ def test_without_v_no_description_and_none_for_a_file_without_one(
     )
     assert not lines[at + 1].startswith("    ")
     assert verbose.stdout.str().count(CAP_DESCRIPTION) == 1
-
-
-def test_v_under_xdist_puts_each_description_under_its_result(pytester: pytest.Pytester) -> None:
-    _copy(pytester, "cap.loopsim.yaml", "max_iterations_cap.loopsim.yaml")
-    _copy(pytester, "order.loopsim.yaml", "background_in_start_order.loopsim.yaml")
-    result = pytester.runpytest("-v", "-n", "2")
-    result.assert_outcomes(passed=2)
-    lines = result.stdout.lines
-    for nodeid, description in [
-        ("cap.loopsim.yaml::cap", CAP_DESCRIPTION),
-        ("order.loopsim.yaml::order", "Three children finishing in start order."),
-    ]:
-        at = next(i for i, line in enumerate(lines) if line.rstrip().endswith(f"PASSED {nodeid}"))
-        assert lines[at + 1] == f"    {description}"
