@@ -47,7 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_OPTION",
+    "ENGINE_OPTION",
     "MAX_EXAMPLES_OPTION",
+    "REPORT_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
@@ -61,9 +63,11 @@ __all__ = [
 
 SEED_OPTION = "--loopsim-seed"
 BACKEND_OPTION = "--loopsim-backend"
+ENGINE_OPTION = "--loopsim-engine"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
+REPORT_OPTION = "--loopsim-report"
 #: The one update flag (syrupy's name; syrupy registers it when installed, loopsim otherwise).
 SNAPSHOT_UPDATE_OPTION = "--snapshot-update"
 MAX_EXAMPLES_OPTION = "--loopsim-max-examples"
@@ -89,6 +93,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run every scenario on this backend instead of its own",
     )
     group.addoption(
+        ENGINE_OPTION,
+        choices=("loopsim", "agent_framework", "both"),
+        default=None,
+        help="run every scenario on this engine instead of its own; `both` runs each "
+        "scenario on both engines, checks each, and reports the first divergence",
+    )
+    group.addoption(
         TRANSCRIPTS_OPTION,
         default=None,
         metavar="DIR",
@@ -106,6 +117,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help=f"deprecated alias of {SNAPSHOT_UPDATE_OPTION}",
+    )
+    group.addoption(
+        REPORT_OPTION,
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of every scenario run (suite table, "
+        "timelines, evaluator decisions, model calls, failures) to FILE",
     )
     _add_output_options(group)
     _pytest_output.add_ini(parser)
@@ -211,6 +229,12 @@ def update_snapshots(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption(REPORT_OPTION, None) and not hasattr(config, "workerinput"):
+        from ._report._pytest import ReportCollector  # noqa: PLC0415 - only when asked
+
+        config.pluginmanager.register(
+            ReportCollector(config.getoption(REPORT_OPTION)), "loopsim-report"
+        )
     config.addinivalue_line(
         "markers",
         "loopsim(backend='asyncio', seed=0, wall_clock=True): run this async test on "
@@ -218,6 +242,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "wall_clock=False leaves datetime.now()/time.time() real)",
     )
     _register_output(config)
+    _block_looptime_without_pytest_asyncio(config)
 
 
 def _register_output(config: pytest.Config) -> None:
@@ -231,6 +256,15 @@ def _register_output(config: pytest.Config) -> None:
     config.pluginmanager.register(
         _pytest_output.ScenarioOutput(config, note=note), _pytest_output.PLUGIN_NAME
     )
+
+
+def _block_looptime_without_pytest_asyncio(config: pytest.Config) -> None:
+    # looptime's pytest plugin (installed with the bench extra) fails every fixture setup
+    # when pytest-asyncio is absent (looptime 0.9 reads that plugin's module unguarded);
+    # it has nothing to patch then, so loopsim's runs leave it out.
+    manager = config.pluginmanager
+    if manager.getplugin("asyncio") is None and manager.has_plugin("looptime_plugin"):
+        manager.set_blocked("looptime_plugin")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -280,6 +314,7 @@ class ScenarioItem(pytest.Item):
             "seed": config.getoption(SEED_OPTION),
             "backend": config.getoption(BACKEND_OPTION),
             "update_snapshots": update_snapshots(config),
+            "engine": config.getoption(ENGINE_OPTION),
         }
         _describe(self, loaded.scenario.description)
         written: Path | None = None
@@ -319,6 +354,11 @@ class ScenarioItem(pytest.Item):
                 ("loopsim_stop_reason", result.stop_reason),
             ]
         )
+        if config.getoption(REPORT_OPTION, None):
+            from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
+
+            entry = entry_from_result(result, description=loaded.scenario.description or "")
+            self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = result.write_transcript(Path(folder))
@@ -326,6 +366,7 @@ class ScenarioItem(pytest.Item):
             if written is None:
                 written = result.write_transcript(config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
             raise ScenarioFailedError(result, written)
+        _report_engines(result)
 
     def repr_failure(
         self,
@@ -393,3 +434,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 kwargs["loopsim_clock"] = clock
         clock.run(functools.partial(function, **kwargs), backend=one)
     return True
+
+
+def _report_engines(result: ScenarioResult) -> None:
+    """``--loopsim-engine both``: a comparison that could not be made, or a divergence the
+    file declares as known, is reported as such (skip / xfail with the reason), never as a
+    plain pass."""
+    if result.not_compared is not None:
+        pytest.skip(f"engines not compared: {result.not_compared} (the other engine passed)")
+    if result.divergence is not None:
+        pytest.xfail(result.divergence)

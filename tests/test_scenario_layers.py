@@ -22,12 +22,15 @@ ORDER = (
     "_yaml",
     "_validation",
     "_references",
+    "_engines",
     "_vary_paths",
     "_loader",
     "_policies",  # stage 3: build
     "_build",
+    "_build_af",
     "_run",  # stage 4: run
     "_check",  # stage 5: check
+    "_compare",
     "_result",  # stage 6: result
     "_vary",  # property runs drive the whole pipeline once per draw
 )

@@ -10,16 +10,19 @@ whole pipeline once per draw. No stage imports a later one, deferred imports inc
 from ._build import ModelOverride, ScriptedFailure
 from ._check import Failure
 from ._loader import load_scenario, load_scenario_text
-from ._result import ScenarioResult, run_scenario
-from ._schema import BACKENDS, SCHEMA_VERSION, Backend, Scenario
+from ._result import EngineChoice, ScenarioResult, run_scenario
+from ._schema import BACKENDS, ENGINES, SCHEMA_VERSION, Backend, Engine, Scenario
 from ._source import LoadedScenario
 from ._vary import DEFAULT_REPRODUCERS, VaryRun, run_vary, write_reproducer
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_REPRODUCERS",
+    "ENGINES",
     "SCHEMA_VERSION",
     "Backend",
+    "Engine",
+    "EngineChoice",
     "Failure",
     "LoadedScenario",
     "ModelOverride",

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _trace
-from .._agents import Agent, FunctionTool
+from .._agents import Agent, ApprovalMode, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
-from .._messages import FunctionCallContent, Message, Usage
+from .._messages import AgentResponse, FunctionCallContent, Message, Usage
 from ._policies import coordinator_client, echo_client
 from ._schema import (
     AgentSpec,
@@ -75,27 +75,28 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
     return turns
 
 
-def _tool(name: str, spec: ToolSpec, argument_names: set[str]) -> FunctionTool:
+def _tool_function(name: str, spec: ToolSpec, argument_names: set[str]) -> Callable[..., Any]:
     def fn(**_: Any) -> Any:
         if spec.error is not None:
             raise ScriptedFailure(spec.error)
         return spec.result
 
     parameters = [
-        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None)
+        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
         for arg in sorted(set(spec.parameters) | argument_names)
     ]
     fn.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined] # declared arguments
     fn.__name__ = name
-    return FunctionTool(
-        fn,
-        name=name,
-        description=spec.description,
-        approval_mode="always_require" if spec.approval_required else "never_require",
-    )
+    return fn
 
 
-def _tools(agent: AgentSpec) -> list[FunctionTool]:
+ToolParts = tuple[str, Callable[..., Any], str, ApprovalMode]
+
+
+def tool_functions(agent: AgentSpec) -> list[ToolParts]:
+    """``(name, function, description, approval_mode)`` of each tool ``agent`` offers: the
+    declared ones, and those its approval requests call (every engine builds its own tool
+    objects from these)."""
     specs = dict(agent.tools)
     used: dict[str, set[str]] = {}
     for turn in agent.script or ():
@@ -103,7 +104,22 @@ def _tools(agent: AgentSpec) -> list[FunctionTool]:
             used.setdefault(call.name, set()).update(call.arguments)
             if turn.approval_request is not None and call.name not in specs:
                 specs[call.name] = ToolSpec(approval_required=True)
-    return [_tool(name, spec, used.get(name, set())) for name, spec in specs.items()]
+    return [
+        (
+            name,
+            _tool_function(name, spec, used.get(name, set())),
+            spec.description,
+            ("always_require" if spec.approval_required else "never_require"),
+        )
+        for name, spec in specs.items()
+    ]
+
+
+def _tools(agent: AgentSpec) -> list[FunctionTool]:
+    return [
+        FunctionTool(fn, name=name, description=description, approval_mode=approval)
+        for name, fn, description, approval in tool_functions(agent)
+    ]
 
 
 def _verdict(verdict: Any) -> str:
@@ -151,6 +167,9 @@ class World:
     """Everything one scenario run builds. Chat clients are "remote models": they survive
     a simulated process restart; agents, provider and loop are rebuilt."""
 
+    #: the engine this world builds with (the agent_framework world says so too)
+    engine = "loopsim"
+
     def __init__(self, loaded: LoadedScenario, models: ModelOverride | None = None) -> None:
         self.loaded = loaded
         scenario = loaded.scenario
@@ -190,19 +209,18 @@ class World:
 
         scenario = self.scenario
         parent = scenario.parent
-        agents: dict[str, Agent] = {}
+        agents: dict[str, Any] = {}
         for name, spec in scenario.agents.items():
             if name == parent.agent:
                 continue
-            agents[name] = Agent(
-                self.clients[name],
-                name=name,
-                instructions=spec.instructions,
-                description=spec.description,
-                tools=_tools(spec),
-            )
+            agents[name] = self._agent(name, spec)
         spec = scenario.agents[parent.agent]
         children = [agents[n] for n in parent.background_agents]
+        if spec.factory is not None and not parent.harness:
+            self.provider = None
+            inner: Any = self._agent(parent.agent, spec)
+            self.top = inner if scenario.loop is None else self._looped(inner)
+            return
         if parent.harness:
             self.top = self._harness(spec, children)
             self.provider = getattr(self.top, "background_agents_provider", None)
@@ -225,13 +243,49 @@ class World:
             context_providers=providers,
             history_store=parent.history_store,
         )
-        loop = scenario.loop
-        if loop is None:
-            self.top = inner
-            return
+        self.top = inner if scenario.loop is None else self._looped(inner)
+
+    def _agent(self, name: str, spec: AgentSpec) -> Any:
+        """A child (or a factory-built parent) around the agent's model."""
+        if spec.factory is None:
+            return Agent(
+                self.clients[name],
+                name=name,
+                instructions=spec.instructions,
+                description=spec.description,
+                tools=_tools(spec),
+            )
+        return self.from_factory(name, spec, self.clients[name], engine="loopsim")
+
+    def from_factory(self, name: str, spec: AgentSpec, client: Any, *, engine: str) -> Any:
+        """``factory(client, name)``: the user's own agent, checked to be one."""
+        loc: tuple[str | int, ...] = ("agents", name, "factory")
+        assert spec.factory is not None  # noqa: S101 - only called for factory agents
+        factory = import_object(spec.factory, self.loaded, loc)
+        try:
+            built = factory(client, name)
+        except Exception as exc:  # user code: a located report, the cause kept
+            raise self.loaded.where.error(
+                loc,
+                f"factory {spec.factory} raised {type(exc).__name__}: {exc}",
+                expected="a factory(client, name) that returns an agent",
+            ) from exc
+        if not (
+            callable(getattr(built, "run", None))
+            and callable(getattr(built, "create_session", None))
+        ):
+            raise self.loaded.where.error(
+                loc,
+                f"factory {spec.factory} returned {type(built).__name__}, not an agent "
+                f"(an object with run() and create_session()) for the {engine} engine",
+                expected=f"an agent of the {engine} engine built around the client it was given",
+            )
+        return built
+
+    def _looped(self, inner: Any) -> Any:
         from .._loop import LoopAgent  # noqa: PLC0415
 
-        self.top = LoopAgent(inner, self._evaluators(), self._loop_options())
+        return LoopAgent(inner, self._evaluators(), self._loop_options())
 
     def _loop_options(self) -> Any:
         from .._loop import LoopAgentOptions  # noqa: PLC0415
@@ -256,7 +310,7 @@ class World:
         judges = iter(self.judges)
         decisions = iter(self.decisions)
         built: list[Any] = []
-        for evaluator in self.evaluator_specs:
+        for index, evaluator in enumerate(self.evaluator_specs):
             chosen = evaluator.chosen
             if isinstance(chosen, CompletionMarkerSpec):
                 built.append(
@@ -290,7 +344,8 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                built.append(_import(chosen.import_path)(**chosen.options))
+                loc = ("loop", "evaluators", index)
+                built.append(import_object(chosen.import_path, self.loaded, loc)(**chosen.options))
         return built
 
     def _harness(self, spec: AgentSpec, children: list[Agent]) -> Any:
@@ -325,6 +380,46 @@ class World:
             tools=_tools(spec),
             **kwargs,
         )
+
+    # -- what the run stage asks of every engine's world ----------------------------------
+
+    def create_session(self) -> Any:
+        """A new session of the top agent."""
+        return self.top.create_session()
+
+    async def respond(self, message: Any, session: Any) -> AgentResponse:
+        """One host call into the top agent (streamed when the scenario says so)."""
+        if not self.scenario.streaming:
+            response: AgentResponse = await self.top.run(message, session=session)
+            return response
+        stream = self.top.run_stream(message, session=session)
+        updates = [update async for update in stream]
+        final = getattr(stream, "get_final_response", None)
+        if final is not None:
+            streamed: AgentResponse = await final()
+            return streamed
+        return AgentResponse.from_updates(updates)
+
+    async def restart(self, session: Any) -> Any:
+        """Simulate a process restart: serialize the session, drop the runtime, rebuild
+        agents and provider, and restore the session into them."""
+        snapshot = self.top.serialize_session(session)
+        _trace.emit("process_restart")
+        # the old process is gone: its child runs die with it
+        await self.release(session, cancel_running=True)
+        self.build()
+        return self.top.deserialize_session(snapshot)
+
+    async def release(self, session: Any, *, cancel_running: bool) -> None:
+        """Release the background runtime of ``session`` (nothing without background agents)."""
+        if self.provider is not None:
+            await self.provider.release_session(session, cancel_running=cancel_running)
+
+    def task_statuses(self, session: Any) -> dict[int, str]:
+        """Task id → status of the session's background tasks (refreshed first)."""
+        if self.provider is None:
+            return {}
+        return {t.task_id: t.status.value for t in self.provider.tasks(session)}
 
     def calls(self) -> dict[str, int]:
         counts = {name: len(client.requests) for name, client in self.clients.items()}
@@ -375,9 +470,27 @@ class World:
         return out
 
 
-def _import(import_path: str) -> Callable[..., Any]:
+def import_object(
+    import_path: str, loaded: LoadedScenario, loc: tuple[str | int, ...]
+) -> Callable[..., Any]:
+    """``module:attr`` → the object, or a located error whatever went wrong while importing."""
     module_name, _, attr = import_path.partition(":")
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target  # type: ignore[no-any-return] # checked by the loader
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
+            raise
+        raise loaded.where.error(
+            loc,
+            f"cannot import {import_path}: {type(exc).__name__}: {exc}",
+            expected="module:attribute of an importable module",
+        ) from None
+    if not callable(target):
+        raise loaded.where.error(
+            loc,
+            f"{import_path} is {type(target).__name__}, not callable",
+            expected="module:function",
+        )
+    return target  # type: ignore[no-any-return] # a user's callable

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
+from ._engines import check_engine
 from ._references import check_references
 from ._schema import SCHEMA_VERSION, Scenario, describe
 from ._source import LoadedScenario, Located
@@ -64,6 +65,7 @@ def load_scenario_text(
     except ValidationError as exc:
         raise from_validation(exc, where, data) from None
     check_references(scenario, where)
+    check_engine(scenario, where, scenario.engine)
     if scenario.vary:
         check_vary(scenario, where, data)
     return LoadedScenario(scenario, where, text, data)

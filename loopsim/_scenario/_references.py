@@ -189,7 +189,7 @@ def _check_agent(
             call_loc = ("agents", name, "script", index, "tool_call")
             if many:
                 call_loc = (*call_loc, call_index)
-            if call.name not in offered:
+            if call.name not in offered and agent.factory is None:  # a factory has its own
                 choices = sorted(offered)
                 hint = difflib.get_close_matches(call.name, choices, n=1)
                 more = f"; did you mean {describe(hint[0])}?" if hint else ""

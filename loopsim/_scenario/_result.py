@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from .._errors import ScenarioError
 from .._trace import Event
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
 from ._check import Failure, check_run
+from ._compare import compare_engines
 from ._run import execute
-from ._schema import Backend
+from ._schema import ENGINES, Backend, Engine
 from ._source import LoadedScenario
 
 if TYPE_CHECKING:
     from .._background._ties import TieBreaker
 
-__all__ = ["ScenarioResult", "run_scenario"]
+__all__ = ["EngineChoice", "ScenarioResult", "run_scenario"]
+
+#: An engine, or ``both`` (run on each, compare).
+EngineChoice = Literal["loopsim", "agent_framework", "both"]
 
 
 @dataclass
@@ -52,6 +57,14 @@ class ScenarioResult:
     draw: dict[str, Any] | None = None
     #: where the concrete reproducer scenario of a failing draw was written
     reproducer: Path | None = None
+    #: what ran it: ``loopsim``, ``agent_framework``, or ``both`` (then :attr:`other` holds
+    #: the agent_framework run, and this result's fields describe the loopsim run)
+    engine: str = "loopsim"
+    other: ScenarioResult | None = None
+    #: ``both`` only: why the engines were not compared (one of them cannot build it)
+    not_compared: str | None = None
+    #: ``both`` only: the divergence the file declares as known (not a failure)
+    divergence: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -127,6 +140,7 @@ def run_scenario(
     blocks: Sequence[str] | None = None,
     tie_breaker: TieBreaker | None = None,
     models: ModelOverride | None = None,
+    engine: EngineChoice | None = None,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -141,9 +155,33 @@ def run_scenario(
         models: ``models(agent_name, scenario_client)`` returns the chat client that
             agent talks to instead, e.g. a :class:`~loopsim.ReplayChatClient` to feed a
             recording back (``loopsim replay``) or a recording wrapper.
+        engine: ``loopsim`` or ``agent_framework`` overrides the file's ``engine:``;
+            ``both`` runs the scenario on each engine, checks the expectations on each,
+            then compares the two transcripts event by event (model-facing sentences
+            normalized through ``WORDING``) and reports the first divergence.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
-    run = execute(loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models)
+    if engine == "both":
+
+        def half(one: Engine) -> ScenarioResult | ScenarioError:
+            try:
+                return run_scenario(
+                    loaded,
+                    seed=seed,
+                    backend=backend,
+                    update_snapshots=update_snapshots and one == loaded.scenario.engine,
+                    blocks=blocks,
+                    tie_breaker=tie_breaker,
+                    models=models,
+                    engine=one,
+                )
+            except ScenarioError as exc:  # that engine cannot build it: said, not hidden
+                return exc
+
+        return _both(loaded, {one: half(one) for one in ENGINES})
+    run = execute(
+        loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models, engine=engine
+    )
     return ScenarioResult(
         name=loaded.name,
         path=loaded.where.path,
@@ -160,4 +198,65 @@ def run_scenario(
         error=run.outcome.error,
         transcript=run.transcript,
         ties=list(run.ties.chosen),
+        engine=run.engine,
     )
+
+
+def _both(
+    loaded: LoadedScenario, halves: dict[Engine, ScenarioResult | ScenarioError]
+) -> ScenarioResult:
+    """One result for ``--engine both``: each engine's failures, then the first divergence.
+
+    An engine that cannot build the scenario leaves the comparison undone: the result says
+    so in :attr:`ScenarioResult.not_compared` (the other engine's run is still checked).
+    A divergence the file declares as ``known_divergence`` is kept in
+    :attr:`ScenarioResult.divergence` instead of failing; a declared one that did not
+    happen fails (the declaration is stale).
+    """
+    built = {name: half for name, half in halves.items() if isinstance(half, ScenarioResult)}
+    failures: list[Failure] = []
+    for name, half in built.items():
+        failures.extend(_tagged(f, name) for f in half.failures)
+    base = built.get("loopsim") or built.get("agent_framework")
+    if base is None:  # neither engine can build it: the loopsim error is the one to fix
+        raise halves["loopsim"]  # type: ignore[misc] # a ScenarioError here
+    unbuilt = [
+        f"{half.problem} (line {half.line})" if half.line else half.problem
+        for half in halves.values()
+        if isinstance(half, ScenarioError)
+    ]
+    result = replace(base, failures=failures, engine="both", other=built.get("agent_framework"))
+    if unbuilt:
+        result.not_compared = "; ".join(unbuilt)
+        return result
+    mine, theirs = built["loopsim"], built["agent_framework"]
+    known = loaded.scenario.known_divergence
+    divergence = None
+    if mine.transcript is not None and theirs.transcript is not None:
+        divergence = compare_engines(mine.transcript, theirs.transcript)
+    line = loaded.where.line(("known_divergence",) if known else ())
+    if divergence is not None and known is None:
+        failures.append(
+            Failure(
+                f"the engines disagree (normalized through WORDING): {divergence}",
+                line=line,
+                kind="divergence",
+            )
+        )
+    elif divergence is not None:
+        result.divergence = f"known divergence ({known}): {divergence}"
+    elif known is not None:
+        failures.append(
+            Failure(
+                "the engines agree, so this known_divergence is stale: remove it (and its "
+                "entry in docs/engines.md)",
+                location="known_divergence",
+                line=line,
+                kind="divergence",
+            )
+        )
+    return result
+
+
+def _tagged(failure: Failure, engine: str) -> Failure:
+    return replace(failure, message=f"[engine {engine}] {failure.message}")

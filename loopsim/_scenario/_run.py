@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .. import _trace
 from .._clock import VirtualClock
 from .._messages import (
     AgentResponse,
@@ -23,10 +22,12 @@ from .._messages import (
 from .._trace import Event, Trace
 from .._transcript import Recorder, Transcript
 from ._build import ModelOverride, World
+from ._engines import check_engine
 from ._schema import (
     AdvanceStep,
     ApprovalStep,
     Backend,
+    Engine,
     ReleaseStep,
     RestartStep,
     RunStep,
@@ -49,49 +50,43 @@ class Outcome:
 
 async def _drive(world: World, outcome: Outcome) -> None:
     world.build()
-    top = world.top
     scenario = world.scenario
-    session = top.create_session()
+    session = world.create_session()
     try:
         for index, step in enumerate(scenario.steps):
             if isinstance(step, RunStep):
-                if not await _run(world, session, step.run, outcome, index):
+                if not await _respond(world, session, step.run, outcome, index):
                     break
             elif isinstance(step, AdvanceStep):
                 await anyio.sleep(step.advance)
             elif isinstance(step, ApprovalStep):
                 message = _approval_answer(outcome.response, approved=step.approve)
-                if not await _run(world, session, message, outcome, index):
+                if not await _respond(world, session, message, outcome, index):
                     break
             elif isinstance(step, RestartStep):
-                snapshot = world.top.serialize_session(session)
-                _trace.emit("process_restart")
-                if world.provider is not None:
-                    # the old process is gone: its child runs die with it
-                    await world.provider.release_session(session, cancel_running=True)
-                world.build()
-                session = world.top.deserialize_session(snapshot)
+                session = await world.restart(session)
             elif isinstance(step, ReleaseStep):
-                await world.provider.release_session(session, cancel_running=step.cancel_running)
-        if world.provider is not None:
-            outcome.tasks = {t.task_id: t.status.value for t in world.provider.tasks(session)}
+                await world.release(session, cancel_running=step.cancel_running)
+        outcome.tasks = world.task_statuses(session)
     finally:
-        if world.provider is not None:
-            # End of the host process: stop what still runs so nothing leaks.
-            with anyio.CancelScope(shield=True):
-                await world.provider.release_session(session, cancel_running=True)
+        # End of the host process: stop what still runs so nothing leaks.
+        with anyio.CancelScope(shield=True):
+            await world.release(session, cancel_running=True)
 
 
-async def _run(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:
+async def _respond(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:
     try:
-        if world.scenario.streaming:
-            stream = world.top.run_stream(message, session=session)
-            async for _ in stream:
-                pass
-            outcome.response = await stream.get_final_response()
-        else:
-            outcome.response = await world.top.run(message, session=session)
+        outcome.response = await world.respond(message, session)
     except Exception as exc:  # noqa: BLE001 - reported (or expected) by the scenario
+        where = world.loaded.where
+        line = where.line(("steps", index))
+        add_note = getattr(exc, "add_note", None)  # Python 3.11+
+        if add_note is not None:
+            add_note(
+                f"loopsim: raised by step {index + 1} (steps[{index}]"
+                f"{f', line {line}' if line else ''}) of {where.path or 'the scenario'}, "
+                f"on the {world.engine} engine"
+            )
         outcome.error = exc
         outcome.error_step = index
         return False
@@ -154,6 +149,7 @@ class Execution:
     loaded: LoadedScenario
     seed: int
     backend: Backend
+    engine: Engine
     world: World
     outcome: Outcome
     ties: _Ties
@@ -190,6 +186,14 @@ class Execution:
         return self.outcome.tasks
 
 
+def _world(loaded: LoadedScenario, engine: Engine, models: ModelOverride | None) -> World:
+    if engine == "agent_framework":
+        from ._build_af import AgentFrameworkWorld  # noqa: PLC0415 - the optional extra
+
+        return AgentFrameworkWorld(loaded, models)
+    return World(loaded, models)
+
+
 def execute(
     loaded: LoadedScenario,
     *,
@@ -197,11 +201,19 @@ def execute(
     backend: Backend | None = None,
     tie_breaker: TieBreaker | None = None,
     models: ModelOverride | None = None,
+    engine: Engine | None = None,
 ) -> Execution:
-    """Build the scenario's world and run its steps on a fresh virtual clock, recording."""
+    """Build the scenario's world and run its steps on a fresh virtual clock, recording.
+
+    ``engine`` overrides the file's ``engine:``; a feature that engine cannot build is a
+    located :class:`~loopsim.ScenarioError` (raised, not a failed run).
+    """
     from .._background._ties import TIE_BREAKER  # noqa: PLC0415 - keep imports light
 
     scenario = loaded.scenario
+    engine = engine or scenario.engine
+    if engine != scenario.engine:
+        check_engine(scenario, loaded.where, engine)
     seed = scenario.seed if seed is None else seed
     backend = backend or scenario.backend
     trace = Trace(seed=seed)
@@ -210,7 +222,7 @@ def execute(
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
     events: list[Event] = []
     unsubscribe = trace.subscribe(events.append)
-    world = World(loaded, models)
+    world = _world(loaded, engine, models)
     outcome = Outcome()
     clock = VirtualClock(seed=seed, wall_clock=scenario.wall_clock)
     try:
@@ -224,6 +236,7 @@ def execute(
         loaded=loaded,
         seed=seed,
         backend=backend,
+        engine=engine,
         world=world,
         outcome=outcome,
         ties=ties,

@@ -37,7 +37,7 @@ import yaml
 from .._errors import ScenarioError
 from .._files import write_atomic
 from ._check import Failure
-from ._result import ScenarioResult, run_scenario
+from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
 from ._source import LoadedScenario
 from ._vary_paths import apply_draw, concrete, parse_path
@@ -139,6 +139,7 @@ def run_vary(
     backend: Backend | None = None,
     update_snapshots: bool = False,
     seeded: bool | None = None,
+    engine: EngineChoice | None = None,
     max_examples: int | None = None,
     progress: VaryProgress | None = None,
 ) -> VaryRun:
@@ -153,7 +154,9 @@ def run_vary(
     from hypothesis import seed as hypothesis_seed  # noqa: PLC0415 - only vary runs need hypothesis
     from hypothesis import strategies as st  # noqa: PLC0415 - only vary runs need hypothesis
 
-    base = run_scenario(loaded, seed=seed, backend=backend, update_snapshots=update_snapshots)
+    base = run_scenario(
+        loaded, seed=seed, backend=backend, update_snapshots=update_snapshots, engine=engine
+    )
     if not base.passed:
         return VaryRun(base, 1)
     scenario = loaded.scenario
@@ -223,7 +226,9 @@ def run_vary(
                 draw=drawn,
             )
             raise DrawFailedError(result, document) from None
-        result = run_scenario(one, seed=seed, backend=backend, blocks=("always",), tie_breaker=tie)
+        result = run_scenario(
+            one, seed=seed, backend=backend, blocks=("always",), tie_breaker=tie, engine=engine
+        )
         if not result.passed:
             result.draw = drawn
             raise DrawFailedError(result, document)

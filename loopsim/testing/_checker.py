@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import yaml
@@ -66,6 +66,7 @@ from .._messages import (
     Message,
 )
 from .._scenario import Backend, Scenario
+from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
 from ._strategies import DONE_MARKER, scenario_yaml
 
 __all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]
@@ -397,11 +398,21 @@ def check_evaluator(
     budget: float = 60.0,
     marker: str = DONE_MARKER,
     import_path: str | None = None,
+    next_message: Callable[..., Any] | None = None,
+    engine: Literal["loopsim", "agent_framework"] = "loopsim",
 ) -> EvaluatorReport:
     """Check a ``LoopEvaluator`` offline against generated contexts and scripted loops.
 
+    An agent_framework-style loop is checked the same way: pass its ``should_continue``
+    predicate (and ``next_message``), an ``AgentLoopMiddleware``, or a factory returning
+    one (a ``with_judge`` setup). Its decision is asked on the generated contexts (as
+    agent_framework's loop keywords) and ``lets_loop_stop`` runs the real
+    ``AgentLoopMiddleware`` around a real ``agent_framework.Agent`` (needs the
+    ``agent-framework`` extra).
+
     Args:
-        factory: the evaluator class (or any callable returning a fresh evaluator).
+        factory: the evaluator class (or any callable returning a fresh evaluator), or
+            an agent_framework loop as above.
         options: keyword arguments for ``factory`` (the ``--options`` JSON of the CLI).
         max_examples: generated cases per check.
         budget: virtual seconds one ``evaluate`` may take before it counts as blocked.
@@ -409,15 +420,24 @@ def check_evaluator(
             evaluator looks for to say "done").
         import_path: ``module:Class`` for the counterexample scenario file (default: read
             from ``factory``).
+        next_message: an agent_framework-style loop's ``next_message`` callable.
+        engine: where ``lets_loop_stop`` runs a LoopEvaluator's inner agent: loopsim's
+            Agent, or a real ``agent_framework.Agent`` (via ``as_agent``).
 
     Returns:
         An :class:`EvaluatorReport`; call ``.assert_ok()`` in a test. Do not call this
         inside a hypothesis ``@given`` test: it runs its own searches.
     """
     kwargs = dict(options or {})
-    path = import_path or f"{factory.__module__}:{getattr(factory, '__qualname__', factory)}"
+    if import_path is None:
+        owner = factory if hasattr(factory, "__qualname__") else type(factory)
+        import_path = f"{owner.__module__}:{owner.__qualname__}"
+    path = import_path
+    af_loop = resolve_af_loop(factory, kwargs, next_message)
 
     def make() -> LoopEvaluator:
+        if af_loop is not None:
+            return PredicateEvaluator(af_loop)
         return factory(**kwargs)
 
     report = EvaluatorReport(path)
@@ -470,7 +490,21 @@ def check_evaluator(
             )
 
     def lets_loop_stop(case: tuple[int, int, int, bool]) -> None:
-        problem = _loop_case(make, case, marker, budget)
+        if af_loop is not None:
+            found = check_af_loop_stops(
+                af_loop,
+                path=path,
+                script=_script(case, marker),
+                done_at=case[0],
+                cap=case[1],
+                streaming=case[3],
+                marker=marker,
+                budget=budget,
+            )
+            if found is not None:
+                raise _Found(*found)
+            return
+        problem = _loop_case(make, case, marker, budget, engine)
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
@@ -535,12 +569,23 @@ def _script(case: tuple[int, int, int, bool], marker: str) -> list[str]:
 
 
 def _loop_case(
-    make: Callable[[], LoopEvaluator], case: tuple[int, int, int, bool], marker: str, budget: float
+    make: Callable[[], LoopEvaluator],
+    case: tuple[int, int, int, bool],
+    marker: str,
+    budget: float,
+    engine: str = "loopsim",
 ) -> str | None:
     done_at, cap, _, streaming = case
     events: list[_trace.Event] = []
     client = ScriptedChatClient(_script(case, marker), name="worker")
-    agent = LoopAgent(Agent(client, name="worker"), [make()], LoopAgentOptions(max_iterations=cap))
+    inner: Any = Agent(client, name="worker")
+    if engine == "agent_framework":
+        import agent_framework as af  # noqa: PLC0415 - only on this engine
+
+        from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+
+        inner = as_agent(af.Agent(client=as_chat_client(client), name="worker"))
+    agent = LoopAgent(inner, [make()], LoopAgentOptions(max_iterations=cap))
 
     async def main() -> None:
         _trace.current().subscribe(events.append)

@@ -23,10 +23,12 @@ from ._base import (
     BACKENDS,
     BUILTIN_EVALUATORS,
     BUILTIN_POLICIES,
+    ENGINES,
     SCHEMA_VERSION,
     STOP_REASONS,
     TASK_STATUSES,
     Backend,
+    Engine,
     describe,
 )
 from ._expect import ExpectSpec, RangeSpec, ResponseExpect
@@ -47,6 +49,7 @@ __all__ = [
     "BACKENDS",
     "BUILTIN_EVALUATORS",
     "BUILTIN_POLICIES",
+    "ENGINES",
     "SCHEMA_VERSION",
     "STOP_REASONS",
     "TASK_STATUSES",
@@ -61,6 +64,7 @@ __all__ = [
     "CustomEvaluatorSpec",
     "DelegateSpec",
     "EchoPolicy",
+    "Engine",
     "EvaluatorSpec",
     "ExpectSpec",
     "LoopSpec",

@@ -172,13 +172,19 @@ class PolicySpec(StrictModel):
 
 
 class AgentSpec(StrictModel):
-    """One agent: a script of model turns, or a built-in policy."""
+    """One agent: a script of model turns, or a built-in policy.
+
+    ``factory: "module:function"`` builds the user's own agent around that model:
+    ``function(client, name)`` receives the scripted chat client (adapted for the engine)
+    and the agent's name, and returns the agent (its tools, instructions, middleware...).
+    """
 
     description: Text | None = None
     instructions: Text | None = None
     script: list[TurnSpec] | None = None
     policy: PolicySpec | None = None
     tools: dict[Name, ToolSpec] = Field(default_factory=dict)
+    factory: Name | None = None
 
     @model_validator(mode="after")
     def _script_or_policy(self) -> AgentSpec:

@@ -20,6 +20,9 @@ BUILTIN_POLICIES = ("echo", "coordinator")
 #: The async library a scenario runs on.
 Backend = Literal["asyncio", "trio"]
 BACKENDS: tuple[Backend, ...] = ("asyncio", "trio")
+#: What runs the scenario: loopsim's own implementation, or the real agent_framework package.
+Engine = Literal["loopsim", "agent_framework"]
+ENGINES: tuple[Engine, ...] = ("loopsim", "agent_framework")
 STOP_REASONS = ("evaluators_stopped", "max_iterations", "approval_pending", "error", "cancelled")
 TASK_STATUSES = ("running", "completed", "failed", "lost")
 

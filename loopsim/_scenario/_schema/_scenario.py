@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._agents import AgentSpec, ParentSpec
-from ._base import Backend, Count, Flag, Name, StrictModel, Text
+from ._base import Backend, Count, Engine, Flag, Name, StrictModel, Text
 from ._expect import ExpectSpec
 from ._loop import LoopSpec
 from ._steps import StepSpec
@@ -40,6 +40,8 @@ class Scenario(StrictModel):
     description: Text | None = None
     seed: Count = 0
     backend: Backend = "asyncio"
+    #: ``loopsim`` (built in) or ``agent_framework`` (the real package, asyncio only)
+    engine: Engine = "loopsim"
     streaming: Flag = False
     #: make ``datetime.now()``/``time.time()`` follow the virtual clock in this run
     #: (freezegun; about 4 ms per run, so off unless the code under test reads them)
@@ -58,6 +60,9 @@ class Scenario(StrictModel):
     #: order) of the task the parent observes first; later ties follow the seeded rng.
     #: ``vary:`` draws ignore it: they draw every tie.
     ties: list[Count] = Field(default_factory=list)
+    #: why ``--engine both`` is known to find the engines disagreeing on this scenario
+    #: (listed in docs/engines.md, and fidelity work to do); a stale one is an error
+    known_divergence: Text | None = None
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""
