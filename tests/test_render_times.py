@@ -126,3 +126,17 @@ def test_the_docs_diff_is_what_a_one_second_change_does(tmp_path: Path) -> None:
     for line in shown:  # every context line of the example is a line of the snapshot
         if line[:1] == " " and line.strip() != "...":
             assert line[1:] in before
+
+
+def test_show_absolute_times(capsys: pytest.CaptureFixture[str]) -> None:
+    from loopsim.cli import main
+
+    path = Path(__file__).parent / "data" / "transcripts" / "loop_background.transcript.json"
+    assert main(["show", str(path)]) == 0
+    relative = capsys.readouterr().out.splitlines()
+    assert main(["show", str(path), "--absolute-times", "--max-events", "30"]) == 0
+    absolute = capsys.readouterr().out.splitlines()
+    assert "+30s       clock_jump" in relative
+    assert "t=   30.000  clock_jump            0.000 -> 30.000" in absolute
+    assert absolute[-1] == "# ... 8 more event(s) not shown (--max-events 30)"
+    assert all(line.startswith(("t=", "#")) for line in absolute)
