@@ -238,7 +238,9 @@ def _add_run(sub: Any) -> None:
         help="run scenarios (and tests) through pytest",
         description="Run scenario files through pytest with the loopsim plugin. Any pytest "
         "option works after the paths: -k, -x, -n auto, --junit-xml=FILE, "
-        "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR.",
+        "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR, "
+        "--loopsim-max-examples=N, --snapshot-update; with pytest-split installed "
+        "(loopsim[shard]) --splits N --group I runs one share of the suite.",
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")

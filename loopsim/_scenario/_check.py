@@ -51,7 +51,7 @@ class Failure:
 
 TOLERANCE = 1e-6
 #: The pytest option (and ``loopsim run`` option) that writes transcript snapshots.
-UPDATE_OPTION = "--loopsim-update-snapshots"
+UPDATE_OPTION = "--snapshot-update"
 MAX_DIFF_LINES = 40
 
 

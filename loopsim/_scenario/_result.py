@@ -86,9 +86,10 @@ class ScenarioResult:
         return write_transcript(folder / f"{self.name}.transcript.json", self.transcript)
 
     def tail(self, count: int) -> list[str]:
-        """The last ``count`` events as text lines."""
+        """The last ``count`` events as text lines (absolute virtual times: a tail has no
+        earlier line to count from)."""
         if self.transcript is not None:
-            lines = render_text(self.transcript, max_text=100).splitlines()
+            lines = render_text(self.transcript, max_text=100, times="absolute").splitlines()
             return lines[-count:]
         return [f"t={e.time:g} {e.kind} {_short(e.data)}" for e in self.events[-count:]]
 

@@ -69,6 +69,12 @@ def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="show only the first N events (a last line or note says how many were left out)",
     )
     parser.add_argument(
+        "--absolute-times",
+        action="store_true",
+        help="text: show the virtual time since the start on every line instead of the "
+        "seconds since the previous event",
+    )
+    parser.add_argument(
         "--no-fold",
         action="store_true",
         help="mermaid: draw repeated timed-out waits and alike iterations one by one",
@@ -95,7 +101,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if limit is not None and limit < len(transcript.events):
         left_out = len(transcript.events) - limit
         transcript = transcript.model_copy(update={"events": transcript.events[:limit]})
-    sys.stdout.write(FORMATS[chosen](transcript))
+    if chosen == "text" and getattr(args, "absolute_times", False):
+        sys.stdout.write(render_text(transcript, times="absolute"))
+    else:
+        sys.stdout.write(FORMATS[chosen](transcript))
     if left_out:
         mark = "#" if chosen == "text" else "%%"
         sys.stdout.write(f"{mark} ... {left_out} more event(s) not shown (--max-events {limit})\n")
