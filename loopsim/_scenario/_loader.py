@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
+from ._limits import DEFAULT_LIMITS, ScenarioLimits
 from ._references import check_references
 from ._schema import SCHEMA_VERSION, Scenario, describe
 from ._source import LoadedScenario, Located
@@ -24,11 +25,19 @@ __all__ = ["load_scenario", "load_scenario_text"]
 
 
 def load_scenario_text(
-    text: str, *, path: str | Path | None = None, fmt: str = "yaml"
+    text: str,
+    *,
+    path: str | Path | None = None,
+    fmt: str = "yaml",
+    limits: ScenarioLimits | None = None,
 ) -> LoadedScenario:
-    """Validate a scenario given as text (``fmt``: ``yaml`` or ``json``)."""
+    """Validate a scenario given as text (``fmt``: ``yaml`` or ``json``).
+
+    ``limits`` bounds what is read and explored (``ScenarioLimits``; the defaults when None).
+    """
     where_path = None if path is None else Path(path)
-    data, lines = (parse_json if fmt == "json" else parse_yaml)(text, where_path)
+    bounds = DEFAULT_LIMITS if limits is None else limits
+    data, lines = (parse_json if fmt == "json" else parse_yaml)(text, where_path, bounds)
     where = Located(where_path, lines)
     if not isinstance(data, dict):
         raise ScenarioError(
@@ -46,14 +55,14 @@ def load_scenario_text(
             expected=f"version: {SCHEMA_VERSION} as the first key",
         )
     version = data["version"]
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+    if type(version) is int and version > SCHEMA_VERSION:
         raise where.error(
             ("version",),
             f"version {version} is newer than this loopsim understands (it reads version "
             f"{SCHEMA_VERSION}); upgrade loopsim",
             expected=f"version: {SCHEMA_VERSION}",
         )
-    if version != SCHEMA_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != SCHEMA_VERSION:  # 1.0 and true are not 1
         raise where.error(
             ("version",),
             f"unsupported version {describe(version)}",
@@ -69,8 +78,11 @@ def load_scenario_text(
     return LoadedScenario(scenario, where, text, data)
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
-    """Load and validate one scenario file (``.yaml``/``.yml`` or ``.json``)."""
+def load_scenario(path: str | Path, *, limits: ScenarioLimits | None = None) -> LoadedScenario:
+    """Load and validate one scenario file (``.yaml``/``.yml`` or ``.json``).
+
+    ``limits`` bounds what is read and explored (``ScenarioLimits``; the defaults when None).
+    """
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -79,4 +91,4 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"the file is not UTF-8 text: {exc.reason}", path=file) from None
     fmt = "json" if file.suffix.lower() == ".json" else "yaml"
-    return load_scenario_text(text, path=file, fmt=fmt)
+    return load_scenario_text(text, path=file, fmt=fmt, limits=limits)
