@@ -71,10 +71,10 @@ def load_scenario_text(
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise from_validation(exc, where, data) from None
-    check_references(scenario, where)
+        raise from_validation(exc, where, data, bounds) from None
+    check_references(scenario, where, bounds)
     if scenario.vary:
-        check_vary(scenario, where, data)
+        check_vary(scenario, where, data, bounds)
     return LoadedScenario(scenario, where, text, data)
 
 

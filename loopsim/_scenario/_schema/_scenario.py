@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ._agents import AgentSpec, ParentSpec
 from ._base import Backend, Count, Flag, Name, StrictModel, Text
@@ -58,6 +60,20 @@ class Scenario(StrictModel):
     #: order) of the task the parent observes first; later ties follow the seeded rng.
     #: ``vary:`` draws ignore it: they draw every tie.
     ties: list[Count] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # The name labels reports and test ids (and file names, made safe separately).
+        if value is not None and any(unicodedata.category(c) == "Cc" for c in value):
+            bad = next(c for c in value if unicodedata.category(c) == "Cc")
+            raise PydanticCustomError(
+                "name_text",
+                "expected a name of printable text on one line; it holds the control "
+                "character U+{code}",
+                {"code": f"{ord(bad):04X}"},
+            )
+        return value
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""
