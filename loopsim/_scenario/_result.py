@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import safe_file_stem
 from .._trace import Event
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
@@ -52,6 +53,8 @@ class ScenarioResult:
     draw: dict[str, Any] | None = None
     #: where the concrete reproducer scenario of a failing draw was written
     reproducer: Path | None = None
+    #: why a transcript or reproducer could not be written (shown in the report)
+    write_problem: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -62,7 +65,9 @@ class ScenarioResult:
         if self.transcript is None:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(folder / f"{self.name}.transcript.json", self.transcript)
+        return write_transcript(
+            folder / f"{safe_file_stem(self.name)}.transcript.json", self.transcript
+        )
 
     def tail(self, count: int) -> list[str]:
         """The last ``count`` events as text lines."""
@@ -96,6 +101,8 @@ class ScenarioResult:
             lines.extend(f"  {line}" for line in self.tail(tail))
         if transcript_path is not None:
             lines.append(f"transcript: {transcript_path}")
+        if self.write_problem is not None:
+            lines.append(self.write_problem)
         if self.reproducer is not None:
             lines.append(f"reproducer (the draw as a concrete scenario): {self.reproducer}")
             lines.append(f"reproduce: loopsim run {self.reproducer}")
