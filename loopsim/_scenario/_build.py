@@ -8,10 +8,11 @@ the background provider and the loop are rebuilt by :meth:`World.build`.
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .. import _trace
 from .._agents import Agent, FunctionTool
@@ -81,18 +82,38 @@ def _tool(name: str, spec: ToolSpec, argument_names: set[str]) -> FunctionTool:
             raise ScriptedFailure(spec.error)
         return spec.result
 
-    parameters = [
-        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None)
-        for arg in sorted(set(spec.parameters) | argument_names)
-    ]
-    fn.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined] # declared arguments
     fn.__name__ = name
     return FunctionTool(
         fn,
         name=name,
         description=spec.description,
         approval_mode="always_require" if spec.approval_required else "never_require",
+        input_model=_arguments(name, sorted(set(spec.parameters) | argument_names)),
     )
+
+
+def _arguments(tool: str, names: list[str]) -> type[BaseModel]:
+    """The model of a scripted tool's arguments: every name optional, any value.
+
+    Argument names are JSON keys, so ``class`` or ``file-name`` are fine; a name pydantic
+    would take for a private attribute (``_x``) or that clashes with its own attributes
+    gets a field of another name, with the argument's name as its alias.
+    """
+    fields: dict[str, Any] = {}
+    taken = set(names)
+    for index, arg in enumerate(names):
+        if arg.startswith("_") or hasattr(BaseModel, arg):
+            field_name = f"argument_{index}"
+            while field_name in taken:
+                field_name += "_"
+            taken.add(field_name)
+            fields[field_name] = (Any, Field(default=None, alias=arg))
+        else:
+            fields[arg] = (Any, None)
+    model: type[BaseModel] = create_model(
+        f"{tool}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
 
 
 def _tools(agent: AgentSpec) -> list[FunctionTool]:
