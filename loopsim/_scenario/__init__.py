@@ -9,6 +9,7 @@ whole pipeline once per draw. No stage imports a later one, deferred imports inc
 
 from ._build import ModelOverride, ScriptedFailure
 from ._check import Failure
+from ._limits import DEFAULT_LIMITS, ScenarioLimits
 from ._loader import load_scenario, load_scenario_text
 from ._result import ScenarioResult, run_scenario
 from ._schema import BACKENDS, SCHEMA_VERSION, Backend, Scenario
@@ -17,6 +18,7 @@ from ._vary import DEFAULT_REPRODUCERS, VaryRun, run_vary, write_reproducer
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_LIMITS",
     "DEFAULT_REPRODUCERS",
     "SCHEMA_VERSION",
     "Backend",
@@ -24,6 +26,7 @@ __all__ = [
     "LoadedScenario",
     "ModelOverride",
     "Scenario",
+    "ScenarioLimits",
     "ScenarioResult",
     "ScriptedFailure",
     "VaryRun",

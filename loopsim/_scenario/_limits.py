@@ -16,7 +16,7 @@ __all__ = ["DEFAULT_LIMITS", "ScenarioLimits", "listing"]
 
 @dataclass(frozen=True, slots=True)
 class ScenarioLimits:
-    """Bounds the scenario loader enforces (pass ``limits=`` to ``load_scenario``).
+    r"""Bounds the scenario loader enforces (pass ``limits=`` to ``load_scenario``).
 
     Attributes:
         max_bytes: largest file, in bytes of UTF-8 text.
@@ -33,13 +33,13 @@ class ScenarioLimits:
 
     Example:
         >>> import loopsim
-        >>> from loopsim._scenario import ScenarioLimits
-        >>> text = "version: 1\\nx: [[[[1]]]]\\n"
+        >>> from loopsim._scenario import load_scenario_text
+        >>> text = "version: 1\nx: [[[[1]]]]\n"
         >>> try:
-        ...     loopsim.load_scenario_text(text, limits=ScenarioLimits(max_depth=3))
+        ...     load_scenario_text(text, limits=loopsim.ScenarioLimits(max_depth=3))
         ... except loopsim.ScenarioError as exc:
-        ...     print(exc.location, exc.problem.split(";")[0])
-        x[0][0] nested deeper than 3 levels
+        ...     print(exc.location, "-", exc.problem)
+        x[0][0] - nested deeper than 3 levels (through aliases too)
     """
 
     max_bytes: int = 4 * 1024 * 1024
