@@ -42,8 +42,8 @@ class ScenarioLimits:
         x[0][0] - nested deeper than 3 levels (through aliases too)
     """
 
-    max_bytes: int = 4 * 1024 * 1024
-    max_nodes: int = 200_000
+    max_bytes: int = 1024 * 1024
+    max_nodes: int = 100_000
     max_depth: int = 64
     max_vary_size: int = 1_000
     max_vary_items: int = 10_000

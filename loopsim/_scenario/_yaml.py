@@ -39,6 +39,7 @@ _INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _INF = re.compile(r"[-+]?\.(inf|Inf|INF)")
 _NAN = re.compile(r"\.(nan|NaN|NAN)")
+_NON_TEXT_START = frozenset("-+.0123456789~nNtTfF")
 _ALLOWED = "text, numbers, true/false, null, lists and mappings"
 _SCALAR_TAGS = ("str", "int", "float", "bool", "null")
 
@@ -73,6 +74,8 @@ def _float(text: str) -> float:
 
 def _resolve_plain(text: str) -> Any:
     """A plain (unquoted, untagged) scalar by the YAML 1.2 core schema."""
+    if text and text[0] not in _NON_TEXT_START:
+        return text  # the common case: a word
     if _NULL.fullmatch(text):
         return None
     if _TRUE.fullmatch(text):
@@ -113,7 +116,7 @@ def _tagged(tag: str, text: str) -> Any:
 
 def _scalar_value(tag: str | None, style: str | None, text: str) -> Any:
     if tag is None:
-        return _resolve_plain(text) if style is None else text
+        return _resolve_plain(text) if not style else text  # plain: None (or "" from libyaml)
     if tag == "!":
         return text
     if tag.startswith(_CORE) and tag[len(_CORE) :] in _SCALAR_TAGS:
@@ -129,6 +132,8 @@ def _line(mark: Any) -> int:
 
 
 def _check_text(text: str) -> None:
+    if text.isascii():
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -235,7 +240,7 @@ class _Builder:
             value = _scalar_value(tag, event.style, text)
         except _Refused as refused:
             raise self.error(line, loc, refused.problem, refused.expected) from None
-        if is_key and tag is None and event.style is None and text == "<<":
+        if is_key and tag is None and not event.style and text == "<<":
             self._merge_key(line, loc)
             return
         self._count(1, 0, line, loc)
@@ -377,26 +382,55 @@ def check_size(text: str, path: Path | None, limits: ScenarioLimits) -> None:
         )
 
 
+#: libyaml reads fast; its messages differ from PyYAML's, so a small file with an error is
+#: read again by PyYAML for the message (the same in every install). Larger files keep
+#: libyaml's message rather than pay PyYAML's pace (about 100 kB/s) a second time.
+_FAST = getattr(yaml, "CSafeLoader", None) if yaml.__with_libyaml__ else None
+_REREAD_BELOW = 64 * 1024
+
+
 def _build(
-    text: str, path: Path | None, limits: ScenarioLimits, *, check_text: bool
+    text: str, path: Path | None, limits: ScenarioLimits, *, check_text: bool, fast: bool = True
 ) -> tuple[Any, dict[Loc, int]]:
     builder = _Builder(path, limits, check_text=check_text)
-    loader: yaml.SafeLoader | None = None
+    use_fast = fast and _FAST is not None
     try:
-        loader = yaml.SafeLoader(text)
+        _feed(builder, _FAST(text) if use_fast else yaml.SafeLoader(text), path)  # type: ignore[misc] # _FAST is a loader class here
+    except (yaml.YAMLError, UnicodeEncodeError) as exc:
+        if getattr(exc, "problem", None) == "exceeded maximum nesting depth":  # libyaml's bound
+            mark = getattr(exc, "problem_mark", None)
+            raise ScenarioError(
+                f"nested deeper than {limits.max_depth} levels",
+                path=path,
+                line=_line(mark),
+                expected="flatter lists and mappings (ScenarioLimits.max_depth sets the bound)",
+            ) from None
+        if use_fast and (isinstance(exc, UnicodeEncodeError) or len(text) <= _REREAD_BELOW):
+            return _build(text, path, limits, check_text=check_text, fast=False)
+        raise _yaml_error(exc, text, path) from None
+    if builder.root is None:
+        return None, {}
+    builder.lines[()] = builder.lines.get((), 1)
+    return builder.root.value, builder.lines
+
+
+def _feed(builder: _Builder, loader: Any, path: Path | None) -> None:
+    """Every event of the stream into ``builder`` (one document at most)."""
+    try:
+        handlers: dict[type[Any], Any] = {
+            yaml.ScalarEvent: builder.scalar,
+            yaml.AliasEvent: builder.alias,
+            yaml.MappingStartEvent: lambda event: builder.start(event, {}),
+            yaml.SequenceStartEvent: lambda event: builder.start(event, []),
+            yaml.MappingEndEvent: lambda _: builder.end(),
+            yaml.SequenceEndEvent: lambda _: builder.end(),
+        }
         documents = 0
         while True:
-            event = loader.get_event()  # type: ignore[no-untyped-call] # PyYAML's stubs leave it untyped
-            if isinstance(event, yaml.ScalarEvent):
-                builder.scalar(event)
-            elif isinstance(event, yaml.MappingStartEvent):
-                builder.start(event, {})
-            elif isinstance(event, yaml.SequenceStartEvent):
-                builder.start(event, [])
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                builder.end()
-            elif isinstance(event, yaml.AliasEvent):
-                builder.alias(event)
+            event = loader.get_event()
+            handler = handlers.get(type(event))
+            if handler is not None:
+                handler(event)
             elif isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
@@ -407,35 +441,32 @@ def _build(
                         expected="one document per file",
                     )
             elif isinstance(event, yaml.StreamEndEvent):
-                break
-    except yaml.reader.ReaderError as exc:
+                return
+    finally:
+        loader.dispose()
+
+
+def _yaml_error(exc: BaseException, text: str, path: Path | None) -> ScenarioError:
+    if isinstance(exc, yaml.reader.ReaderError):
         character = exc.character if isinstance(exc.character, str) else chr(exc.character)
-        raise ScenarioError(
+        return ScenarioError(
             f"the character U+{ord(character):04X} is not allowed in a YAML file",
             path=path,
             line=text.count("\n", 0, max(exc.position, 0)) + 1,
             expected="printable text (write control characters as escapes inside double "
             'quotes, e.g. "\\a")',
-        ) from None
-    except yaml.MarkedYAMLError as exc:
+        )
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "unreadable YAML"
         context = f" ({exc.context})" if exc.context and exc.problem else ""
-        raise ScenarioError(
+        return ScenarioError(
             f"invalid YAML: {problem}{context}",
             path=path,
             line=None if mark is None else mark.line + 1,
             expected="a YAML document (see docs/scenarios.md)",
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"invalid YAML: {exc}", path=path, line=1) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    if builder.root is None:
-        return None, {}
-    builder.lines[()] = builder.lines.get((), 1)
-    return builder.root.value, builder.lines
+        )
+    return ScenarioError(f"invalid YAML: {exc}", path=path, line=1)
 
 
 def parse_yaml(
