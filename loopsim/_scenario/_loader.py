@@ -8,6 +8,7 @@ validates (``_schema``, errors mapped by ``_validation``), then cross references
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -84,11 +85,32 @@ def load_scenario(path: str | Path, *, limits: ScenarioLimits | None = None) -> 
     ``limits`` bounds what is read and explored (``ScenarioLimits``; the defaults when None).
     """
     file = Path(path)
+    bounds = DEFAULT_LIMITS if limits is None else limits
     try:
-        text = file.read_text(encoding="utf-8")
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device could block the read forever
+            raise ScenarioError("not a regular file", path=file, line=1, expected="a file")
+        size = info.st_size
+        if size > bounds.max_bytes:  # refused before reading it into memory
+            raise ScenarioError(
+                f"the file has {size:,} bytes, more than the {bounds.max_bytes:,} a scenario "
+                "may have",
+                path=file,
+                line=1,
+                expected="a smaller file (ScenarioLimits.max_bytes sets the bound)",
+            )
+        raw = file.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"cannot read the file: {exc.strerror or exc}", path=file) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ScenarioError(f"the file is not UTF-8 text: {exc.reason}", path=file) from None
+        raise ScenarioError(
+            f"the file is not UTF-8 text: {exc.reason} (byte {exc.start + 1})",
+            path=file,
+            line=raw.count(b"\n", 0, exc.start) + 1,
+            expected="a file saved as UTF-8",
+        ) from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as read_text
     fmt = "json" if file.suffix.lower() == ".json" else "yaml"
     return load_scenario_text(text, path=file, fmt=fmt, limits=limits)
