@@ -7,14 +7,16 @@ a setting, every error of a file at once, bounded messages, names that are file 
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopsim import ScenarioError, ScenarioLimits
-from loopsim._scenario import load_scenario_text, run_scenario
+from loopsim._scenario import DEFAULT_LIMITS, load_scenario_text, run_scenario
 from loopsim.cli import main
 
 BASE = """\
@@ -345,3 +347,25 @@ expect:
 
 def test_a_finite_float_tool_result_is_fine() -> None:
     assert math.isclose(_result("2.5"), 2.5)
+
+
+# -- the limits page tells the truth -------------------------------------------------------------
+
+LIMITS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "limits.md"
+
+
+def test_the_limits_page_gives_the_defaults() -> None:
+    section = LIMITS_PAGE.read_text(encoding="utf-8").split("## Scenario files", 1)[1]
+    for one in dataclasses.fields(ScenarioLimits):
+        match = re.search(rf"\(`{one.name}`\) \| ([\d,]+)", section)
+        assert match is not None, f"{one.name} is not in docs/limits.md"
+        assert int(match.group(1).replace(",", "")) == getattr(DEFAULT_LIMITS, one.name)
+
+
+def test_the_limits_page_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = LIMITS_PAGE.read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    monkeypatch.chdir(LIMITS_PAGE.parent.parent)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/limits.md", "exec"), namespace)  # noqa: S102 - the page's example
+    assert namespace["loaded"].scenario.agents
