@@ -21,6 +21,7 @@ ORDER = (
     "_limits",  # stage 2: load (its bounds first)
     "_source",
     "_yaml",
+    "_json",
     "_validation",
     "_references",
     "_vary_paths",

@@ -14,13 +14,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
+from ._json import parse_json
 from ._limits import DEFAULT_LIMITS, ScenarioLimits
 from ._references import check_references
 from ._schema import SCHEMA_VERSION, Scenario, describe
 from ._source import LoadedScenario, Located
 from ._validation import from_validation
 from ._vary_paths import check_vary
-from ._yaml import parse_json, parse_yaml
+from ._yaml import parse_yaml
 
 __all__ = ["load_scenario", "load_scenario_text"]
 

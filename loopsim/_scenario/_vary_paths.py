@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
-from ._limits import DEFAULT_LIMITS, ScenarioLimits
+from ._limits import DEFAULT_LIMITS, ScenarioLimits, listing
 from ._references import check_references
 from ._schema import Scenario, VarySpec, describe
 from ._source import LoadedScenario, Located, combine, format_location
@@ -114,7 +114,7 @@ def _walk(
             raise where.error(
                 loc,
                 f"unknown path {text}: {shown} has no key {describe(part)}{guess} "
-                f"(keys there: {', '.join(keys) or 'none'})",
+                f"(keys there: {listing(keys) or 'none'})",
                 expected="a path through keys the document has",
             )
         node = node[key]

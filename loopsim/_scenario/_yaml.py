@@ -16,7 +16,6 @@ built into plain values here, without recursion, so that:
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from ._limits import DEFAULT_LIMITS, ScenarioLimits
 from ._schema import describe
 from ._source import Loc, format_location
 
-__all__ = ["check_size", "check_tree", "parse_json", "parse_yaml"]
+__all__ = ["build", "check_size", "parse_yaml", "refused_text"]
 
 _CORE = "tag:yaml.org,2002:"
 _NULL = re.compile(r"null|Null|NULL|~|")
@@ -125,6 +124,15 @@ def _scalar_value(tag: str | None, style: str | None, text: str) -> Any:
         f"the tag {_short_tag(tag)} is not allowed: scenario files hold only {_ALLOWED}",
         "a value without a tag",
     )
+
+
+def refused_text(text: str) -> tuple[str, str] | None:
+    """(problem, expected) when ``text`` cannot be written as UTF-8, else None."""
+    try:
+        _check_text(text)
+    except _Refused as refused:
+        return refused.problem, refused.expected or ""
+    return None
 
 
 def _line(mark: Any) -> int:
@@ -389,7 +397,7 @@ _FAST = getattr(yaml, "CSafeLoader", None) if yaml.__with_libyaml__ else None
 _REREAD_BELOW = 64 * 1024
 
 
-def _build(
+def build(
     text: str, path: Path | None, limits: ScenarioLimits, *, check_text: bool, fast: bool = True
 ) -> tuple[Any, dict[Loc, int]]:
     builder = _Builder(path, limits, check_text=check_text)
@@ -406,7 +414,7 @@ def _build(
                 expected="flatter lists and mappings (ScenarioLimits.max_depth sets the bound)",
             ) from None
         if use_fast and (isinstance(exc, UnicodeEncodeError) or len(text) <= _REREAD_BELOW):
-            return _build(text, path, limits, check_text=check_text, fast=False)
+            return build(text, path, limits, check_text=check_text, fast=False)
         raise _yaml_error(exc, text, path) from None
     if builder.root is None:
         return None, {}
@@ -474,119 +482,4 @@ def parse_yaml(
 ) -> tuple[Any, dict[Loc, int]]:
     """YAML text → (plain data, line of every key and item); a located error otherwise."""
     check_size(text, path, limits)
-    return _build(text, path, limits, check_text=True)
-
-
-class _DuplicateKeyError(Exception):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
-def parse_json(
-    text: str, path: Path | None, limits: ScenarioLimits = DEFAULT_LIMITS
-) -> tuple[Any, dict[Loc, int]]:
-    """JSON text → (plain data, lines); duplicate keys are errors, as in YAML."""
-    check_size(text, path, limits)
-    trouble: ScenarioError | None = None
-    try:
-        data = json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            f"invalid JSON: {exc.msg}", path=path, line=exc.lineno, expected="a JSON object"
-        ) from None
-    except _DuplicateKeyError as exc:
-        data = None
-        trouble = ScenarioError(
-            f"duplicate key {describe(exc.args[0])}",
-            path=path,
-            line=1,
-            expected="each key once per object",
-        )
-    except ValueError as exc:  # a number with more digits than Python converts
-        raise ScenarioError(f"invalid JSON: {exc}", path=path, line=1) from None
-    except RecursionError:
-        data = None
-        trouble = ScenarioError(
-            f"nested deeper than {limits.max_depth} levels",
-            path=path,
-            line=1,
-            expected="flatter lists and mappings (ScenarioLimits.max_depth sets the bound)",
-        )
-    # JSON is (nearly) YAML: read it again as YAML only to learn the lines (a JSON tab is
-    # whitespace, which YAML's flow style does not take); its errors then have a line too.
-    try:
-        _, lines = _build(text.replace("\t", " "), path, limits, check_text=False)
-    except ScenarioError as exc:
-        if trouble is not None and exc.problem.startswith(("duplicate key", "nested deeper")):
-            raise exc from None
-        lines = {}
-    if trouble is not None:
-        raise trouble
-    check_tree(data, lines, path, limits)
-    return data, lines
-
-
-def check_tree(data: Any, lines: dict[Loc, int], path: Path | None, limits: ScenarioLimits) -> None:
-    """Apply the document limits (values, depth, whole characters) to already parsed data."""
-    nodes = 0
-    pending: list[tuple[Any, Loc]] = [(data, ())]
-    while pending:
-        value, loc = pending.pop()
-        nodes += 1
-        problem: tuple[str, str] | None = None
-        if nodes > limits.max_nodes:
-            problem = (
-                f"more than {limits.max_nodes:,} values in the document",
-                "a smaller document (ScenarioLimits.max_nodes sets the bound)",
-            )
-        elif len(loc) >= limits.max_depth and isinstance(value, (dict, list)):
-            problem = (
-                f"nested deeper than {limits.max_depth} levels",
-                "flatter lists and mappings (ScenarioLimits.max_depth sets the bound)",
-            )
-        elif isinstance(value, str):
-            try:
-                _check_text(value)
-            except _Refused as refused:
-                problem = (refused.problem, refused.expected or "")
-        if problem is not None:
-            line = _nearest(lines, loc)
-            raise ScenarioError(
-                problem[0],
-                path=path,
-                line=line,
-                location=format_location(loc) or None,
-                expected=problem[1],
-            )
-        if isinstance(value, dict):
-            for key, item in value.items():
-                try:
-                    _check_text(str(key))
-                except _Refused as refused:
-                    raise ScenarioError(
-                        refused.problem,
-                        path=path,
-                        line=_nearest(lines, loc),
-                        location=format_location(loc) or None,
-                        expected=refused.expected,
-                    ) from None
-                pending.append((item, (*loc, key)))
-        elif isinstance(value, list):
-            pending.extend((item, (*loc, index)) for index, item in enumerate(value))
-
-
-def _nearest(lines: dict[Loc, int], loc: Loc) -> int:
-    key = tuple(loc)
-    while key:
-        if key in lines:
-            return lines[key]
-        key = key[:-1]
-    return lines.get((), 1)
+    return build(text, path, limits, check_text=True)
