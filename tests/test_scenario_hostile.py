@@ -13,8 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from pydantic import ConfigDict, create_model
 
+import loopsim
 from loopsim import ScenarioError, ScenarioLimits
 from loopsim._scenario import DEFAULT_LIMITS, load_scenario_text, run_scenario
 from loopsim.cli import main
@@ -369,3 +372,39 @@ def test_the_limits_page_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/limits.md", "exec"), namespace)  # noqa: S102 - the page's example
     assert namespace["loaded"].scenario.agents
+
+
+def test_both_engines_pass_argument_names_that_are_no_identifiers() -> None:
+    upstream_package = pytest.importorskip(
+        "agent_framework", reason="agent-framework-core (the bench extra) is not installed"
+    )
+    arguments = {"class": "report", "file-name": "a.txt"}
+    ours: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
+
+    def keep_ours(**kwargs: Any) -> str:
+        ours.update(kwargs)
+        return "ok"
+
+    def keep_theirs(**kwargs: Any) -> str:
+        theirs.update(kwargs)
+        return "ok"
+
+    model = create_model(
+        "save_arguments",
+        __config__=ConfigDict(extra="forbid"),
+        **dict.fromkeys(arguments, (Any, None)),
+    )
+    mine = loopsim.FunctionTool(keep_ours, name="save", input_model=model)
+    upstream = upstream_package.FunctionTool(
+        name="save",
+        func=keep_theirs,
+        input_model={"type": "object", "properties": {name: {} for name in arguments}},
+    )
+
+    async def both() -> None:
+        await mine.invoke(arguments)
+        await upstream.invoke(arguments=arguments)
+
+    anyio.run(both)
+    assert ours == theirs == arguments
