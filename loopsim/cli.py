@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import os
@@ -397,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
+    for stream in (sys.stdout, sys.stderr):  # a file name with undecodable bytes still prints
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
     try:
         code = _main(argv)
         sys.stdout.flush()  # inside the try: a closed pipe shows here, not at exit

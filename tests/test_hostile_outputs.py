@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,22 @@ def test_the_version_message_names_the_writer_only_when_it_differs() -> None:
     with pytest.raises(loopsim.TranscriptError) as other:
         loopsim.Transcript.from_dict({**header, "loopsim_version": "7.0.0"})
     assert "written by a newer loopsim (7.0.0)" in other.value.problem
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of arbitrary bytes")
+def test_validate_prints_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    name = os.fsdecode(b"bad\xff.loopsim.yaml")
+    (tmp_path / name).write_text(
+        (SCENARIOS / "completion_marker.loopsim.yaml").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "loopsim", "validate", str(tmp_path)],
+        capture_output=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"bad\\udcff" in done.stdout
+    assert b"Traceback" not in done.stderr
