@@ -57,6 +57,11 @@ CASES: dict[str, Callable[[], tuple[str, str]]] = {
         OK + "vary:\n  steps:\n    list_of: {one_of: [{run: go}]}\n    max_size: 100000000\n",
         "yaml",
     ),
+    "vary one_of of 1,000 over 2,000 agents": lambda: (
+        _agents(2_000).replace("nobody", "a0")
+        + f"vary:\n  seed: {{one_of: [{', '.join(map(str, range(1000)))}]}}\n",
+        "yaml",
+    ),
     "10,000 agents, unknown parent": lambda: (_agents(10_000), "yaml"),
     "30,000 agents (over max_nodes)": lambda: (_agents(30_000), "yaml"),
     "2 MiB file (over max_bytes)": lambda: ("version: 1\n" + "#" * (2 << 20), "yaml"),

@@ -408,3 +408,28 @@ def test_both_engines_pass_argument_names_that_are_no_identifiers() -> None:
 
     anyio.run(both)
     assert ours == theirs == arguments
+
+
+VARIED = """\
+version: 1
+agents:
+  writer: {script: [done]}
+parent: {agent: writer}
+steps:
+  - run: go
+vary:
+  seed: {one_of: [1, 2, 3, 4, 5, 6, 7, 8]}
+  agents.writer.script[0]: {one_of: [a, b]}
+"""
+
+
+def test_the_draws_validate_checks_are_bounded_by_their_work() -> None:
+    load_scenario_text(VARIED)  # 10 draws of a 27-value document: well inside the default
+    with pytest.raises(ScenarioError) as info:
+        load_scenario_text(VARIED, limits=ScenarioLimits(max_vary_values=100))
+    assert info.value.location == "vary.seed"
+    assert "validates 8 copies of a 27-value document (216 values)" in info.value.problem
+    assert info.value.line == 8
+    with pytest.raises(ScenarioError) as second:  # the first fits, the budget runs out after
+        load_scenario_text(VARIED, limits=ScenarioLimits(max_vary_values=250))
+    assert second.value.location == "vary[agents.writer.script[0]]"

@@ -2,7 +2,7 @@
 
 Every bound ends in a located :class:`~loopsim.ScenarioError` naming the bound and how to
 raise it, never in a hang, a crash or a silent truncation. The defaults leave room for
-every scenario a person writes (the shipped ones use well under 1 % of each) and stop
+every scenario a person writes (the shipped ones use at most 2 % of each) and stop
 hostile files (alias bombs, deep nesting, huge ``vary:`` lists) in well under a second.
 """
 
@@ -26,8 +26,9 @@ class ScenarioLimits:
         max_vary_size: largest ``max_size`` (and ``min_size``) of a ``vary: list_of``.
         max_vary_items: most items in any one draw of a ``vary:`` entry (nested
             ``list_of`` multiply).
-        max_vary_checks: most draws ``validate`` builds and checks per file (each choice
-            and each end of each ``vary:`` entry is one).
+        max_vary_values: most values ``validate`` checks across the ``vary:`` draws of
+            a file: each choice and each end of a ``vary:`` entry is validated as a whole
+            copy of the document, so this is draws times the document's size.
         max_errors: most errors one file reports (the rest are counted, not listed).
         max_listed: most names listed in one message (``defined agents: …``).
 
@@ -47,7 +48,7 @@ class ScenarioLimits:
     max_depth: int = 64
     max_vary_size: int = 1_000
     max_vary_items: int = 10_000
-    max_vary_checks: int = 1_000
+    max_vary_values: int = 100_000
     max_errors: int = 20
     max_listed: int = 20
 

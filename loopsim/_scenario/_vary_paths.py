@@ -151,6 +151,20 @@ def _bounds(spec: VarySpec, loc: tuple[Part, ...], where: Located, limits: Scena
         )
 
 
+def _size(document: Any) -> int:
+    """How many values (scalars, lists, mappings) ``document`` holds."""
+    count = 0
+    pending = [document]
+    while pending:
+        value = pending.pop()
+        count += 1
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return count
+
+
 def _samples(spec: VarySpec) -> list[Any]:
     """Values that stand for everything ``spec`` can draw: the ends and every choice."""
     if spec.between is not None:
@@ -182,11 +196,12 @@ def check_vary(
 ) -> None:
     """Check every ``vary:`` path and that each choice and range end gives a valid file.
 
-    Each entry is checked on its own (its first problem is reported); at most
-    ``limits.max_vary_checks`` draws are built and validated per file.
+    Each entry is checked on its own (its first problem is reported). Each check validates
+    a whole copy of the document, so at most ``limits.max_vary_values`` values (copies
+    times the document's size) are validated per file.
     """
     problems: list[ScenarioError] = []
-    budget = [limits.max_vary_checks]
+    budget = [limits.max_vary_values]
     base = LoadedScenario(scenario, where, "", document)
     for text, spec in scenario.vary.items():
         problem = _entry_problem(text, spec, base, limits, budget)
@@ -221,14 +236,18 @@ def _check_entry(
     _walk(document, parts, text, loc, where)
     _bounds(spec, loc, where, limits)
     samples = _samples(spec)
-    if len(samples) > budget[0]:
+    size = _size(document) + _largest_draw(spec)
+    cost = len(samples) * size
+    if cost > budget[0]:
         raise where.error(
             loc,
-            f"{len(samples):,} values to check, and only {budget[0]:,} of the file's "
-            f"{limits.max_vary_checks:,} checks are left",
-            expected="fewer one_of choices (ScenarioLimits.max_vary_checks sets the bound)",
+            f"checking its {len(samples):,} draws validates {len(samples):,} copies of a "
+            f"{size:,}-value document ({cost:,} values); {budget[0]:,} of the file's "
+            f"{limits.max_vary_values:,} are left",
+            expected="fewer one_of choices, or a smaller document "
+            "(ScenarioLimits.max_vary_values sets the bound)",
         )
-    budget[0] -= len(samples)
+    budget[0] -= cost
     for value in samples:
         drawn = copy.deepcopy(document)
         apply_draw(drawn, parts, copy.deepcopy(value))
