@@ -237,6 +237,22 @@ def test_validate_prints_every_error(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert where in out
 
 
+def test_validate_says_how_many_more_errors_it_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = ", ".join(f"ghost{i}: 1" for i in range(25))
+    file = tmp_path / "ghosts.loopsim.yaml"
+    file.write_text(
+        "version: 1\nagents:\n  writer: {script: [done]}\nparent: {agent: writer}\n"
+        f"steps:\n  - run: go\nexpect:\n  calls: {{{calls}}}\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(file)]) == 2
+    out = capsys.readouterr().out
+    assert out.count("unknown agent") == 20
+    assert "… and 5 more problem(s) in this file" in out
+
+
 def test_errors_survive_pickling_with_their_companions() -> None:
     import pickle
 
