@@ -97,6 +97,7 @@ from ._messages import UsageContent as UsageContent
 from ._messages._factory import Content as Content
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
+from ._scenario import ScenarioLimits as ScenarioLimits
 from ._scenario import ScenarioResult as ScenarioResult
 from ._scenario import load_scenario as load_scenario
 from ._scenario import run_scenario as run_scenario
@@ -172,6 +173,7 @@ __all__ = [
     "ResponseStream",
     "Scenario",
     "ScenarioError",
+    "ScenarioLimits",
     "ScenarioResult",
     "ScriptExhaustedError",
     "ScriptedChatClient",

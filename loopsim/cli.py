@@ -13,8 +13,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
@@ -87,8 +89,8 @@ def _add_validate(sub: Any) -> None:
     parser = sub.add_parser(
         "validate",
         help="check scenario files without running them",
-        description="Load every scenario file and report the first problem of each, with "
-        "file, line and field.",
+        description="Load every scenario file and report its problems (up to 20 per file), "
+        "each with file, line and field.",
     )
     parser.add_argument("paths", nargs="+", help="scenario files or folders")
     parser.set_defaults(command=cmd_validate)
@@ -102,6 +104,10 @@ def _validate_one(file: Path) -> bool:
         loaded = load_scenario(file)
     except ScenarioError as exc:
         print(f"invalid  {exc}")  # noqa: T201 - CLI output
+        for other in exc.others:
+            print(f"         {other}")  # noqa: T201 - CLI output
+        if exc.omitted:
+            print(f"         … and {exc.omitted} more problem(s) in this file")  # noqa: T201
         return False
     print(f"ok       {file} ({loaded.name})")  # noqa: T201 - CLI output
     return True
@@ -417,6 +423,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
+    for stream in (sys.stdout, sys.stderr):  # a file name with undecodable bytes still prints
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        # The reader went away (`loopsim validate … | head -1`): stop quietly, as the
+        # Python docs advise: point stdout at devnull so the exit flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if arguments[:1] == ["run"]:

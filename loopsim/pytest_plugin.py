@@ -285,6 +285,16 @@ class ScenarioFile(pytest.File):
         yield ScenarioItem.from_parent(self, name=name)
 
 
+def _write_transcript(result: ScenarioResult, folder: Path) -> Path | None:
+    """Write the run's transcript; a failed write is noted on the result, never raised
+    (it would hide the scenario's own outcome)."""
+    try:
+        return result.write_transcript(folder)
+    except OSError as exc:
+        result.write_problem = f"could not write the transcript into {folder}: {exc}"
+        return None
+
+
 class ScenarioFailedError(AssertionError):
     """A scenario ran and some expectation or invariant failed."""
 
@@ -318,6 +328,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
+        from ._files import safe_file_stem  # noqa: PLC0415
         from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
 
         config = self.config
@@ -359,8 +370,12 @@ class ScenarioItem(pytest.Item):
                 target = (
                     Path(folder) if folder is not None else config.rootpath / DEFAULT_REPRODUCERS
                 )
-                result.reproducer = write_reproducer(loaded, result, vary.document, target)
-                written = target / f"{result.name}.transcript.json"
+                try:
+                    result.reproducer = write_reproducer(loaded, result, vary.document, target)
+                except OSError as exc:  # the failure itself must still be reported
+                    result.write_problem = f"could not write the reproducer: {exc}"
+                else:
+                    written = target / f"{safe_file_stem(result.name)}.transcript.json"
         else:
             result = run_scenario(loaded, **options)
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
@@ -378,10 +393,10 @@ class ScenarioItem(pytest.Item):
         _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
-            written = result.write_transcript(Path(folder))
+            written = _write_transcript(result, Path(folder))
         if not result.passed:
             if written is None:
-                written = result.write_transcript(config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
+                written = _write_transcript(result, config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
             raise ScenarioFailedError(result, written)
         _report_engines(result)
 

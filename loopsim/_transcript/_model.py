@@ -136,10 +136,16 @@ class Transcript(BaseModel):
         if isinstance(version, bool) or not isinstance(version, int):
             raise TranscriptError(f"'version' must be an integer, got {version!r}", path=path)
         if version > VERSION:
+            writer = raw.get("loopsim_version")
+            # Name the writer's version only when it says something ("written by a newer
+            # loopsim (0.1.0); this loopsim (0.1.0)" helps nobody).
+            by = (
+                f"was written by a newer loopsim ({writer}); this loopsim ({__version__})"
+                if isinstance(writer, str) and writer != __version__
+                else f"is from a newer loopsim than this one ({__version__}), which"
+            )
             raise TranscriptError(
-                f"transcript version {version} was written by a newer loopsim "
-                f"({raw.get('loopsim_version')}); this loopsim ({__version__}) reads "
-                f"version {VERSION}: upgrade loopsim",
+                f"transcript version {version} {by} reads version {VERSION}: upgrade loopsim",
                 path=path,
             )
         if version < 1:
