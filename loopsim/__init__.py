@@ -99,6 +99,7 @@ from ._transcript import Divergence as Divergence
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript
 from ._transcript import TranscriptEvent as TranscriptEvent
+from ._transcript import TranscriptLimits as TranscriptLimits
 from ._transcript import diff_transcripts as diff_transcripts
 from ._transcript import read_transcript as read_transcript
 from ._transcript import record as record
@@ -178,6 +179,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptEvent",
+    "TranscriptLimits",
     "Turn",
     "UriContent",
     "Usage",
