@@ -195,10 +195,25 @@ def check_messages(messages: list[Any], where: str, *, skip_refs: bool = False) 
     for index, message in enumerate(messages):
         if skip_refs and isinstance(message, dict) and "ref" in message and "role" not in message:
             continue
+        at = f"{where}[{index}]"
         if not isinstance(message, dict):
-            return f"{where}[{index}]: expected a message object, got {type(message).__name__}"
+            return f"{at}: expected a message object, got {type(message).__name__}"
+        if not isinstance(message.get("role"), str):
+            return f"{at}.role: expected a string, got {_got(message.get('role'))}"
+        contents = message.get("contents", [])
+        if not isinstance(contents, list):
+            return f"{at}.contents: expected a list of contents, got {_got(contents)}"
+        for position, content in enumerate(contents):
+            if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+                return f"{at}.contents[{position}]: expected an object with a 'type' string"
         try:
             Message.model_validate(message)
         except ValidationError as exc:
-            return _first_problem(exc, f"{where}[{index}]")
+            return _first_problem(exc, at)
+        except (TypeError, ValueError) as exc:  # Message's own __init__ checks
+            return f"{at}: not a message: {exc}"
     return None
+
+
+def _got(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__

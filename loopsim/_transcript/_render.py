@@ -232,6 +232,9 @@ def _cast(events: Sequence[TranscriptEvent]) -> _Cast:
             _add(cast.agents, d.get("agent"))
         elif event.kind == "evaluator_decision":
             _add(cast.evaluators, d.get("evaluator"))
+            _add(cast.loops, d.get("loop"))  # a file may lack the loop's start event
+        elif event.kind == "loop_stop":
+            _add(cast.loops, d.get("loop"))
     return cast
 
 
