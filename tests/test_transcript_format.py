@@ -27,7 +27,7 @@ from loopsim import (
 from loopsim._clients._replay import turns_from_events
 
 ROOT = Path(__file__).parent.parent
-V1_FIXTURE = ROOT / "tests" / "data" / "transcripts" / "loop_background.transcript.json"
+V1_FIXTURE = ROOT / "tests" / "data" / "transcripts" / "loop_background.v1.transcript.json"
 SCENARIOS = ROOT / "scenarios"
 
 
