@@ -77,6 +77,7 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
                 tools=list(data.get("tools") or ()),
                 request_time=float(event.time),
                 event_index=index,
+                instructions=data.get("instructions"),
             )
             turns.append(turn)
             open_turns.setdefault(session, []).append(turn)
@@ -180,7 +181,11 @@ class ReplayChatClient(FakeChatClient):
         return next((t for t in queue if id(t) not in self._played), None)
 
     def _select(
-        self, live_session: str | None, live: list[dict[str, Any]], tools: list[str]
+        self,
+        live_session: str | None,
+        live: list[dict[str, Any]],
+        tools: list[str],
+        instructions: str | None,
     ) -> RecordedTurn | None:
         if live_session is not None and live_session in self._session_map:
             return self._head_of(self._session_map[live_session])
@@ -188,7 +193,7 @@ class ReplayChatClient(FakeChatClient):
         if not heads:
             return None
         unclaimed = [h for h in heads if h.session not in self._claimed]
-        matching = [h for h in heads if _diff(h, live, tools) is None]
+        matching = [h for h in heads if _diff(h, live, tools, instructions) is None]
         chosen: RecordedTurn | None = None
         if live_session is not None and live_session in self._queues:
             own = self._head_of(live_session)
@@ -208,7 +213,8 @@ class ReplayChatClient(FakeChatClient):
         live = [dump_message(m) for m in request.messages]
         tools = list(request.options.tool_names)
         live_session = request.options.session_id  # None for a direct call: match on content
-        turn = self._select(live_session, live, tools)
+        instructions = request.options.instructions
+        turn = self._select(live_session, live, tools, instructions)
         if turn is None:
             last = message_summary(live[-1]) if live else "<no messages>"
             raise ReplayMismatchError(
@@ -217,7 +223,7 @@ class ReplayChatClient(FakeChatClient):
                 f"no further recorded turn for agent {self.agent_name!r}",
                 f"a request ({len(live)} message(s), last {last})",
             )
-        difference = _diff(turn, live, tools)
+        difference = _diff(turn, live, tools, instructions)
         if difference is not None:
             expected, actual = difference
             where = f"t={turn.request_time:g} session {turn.session}"
@@ -272,7 +278,10 @@ def _response_of(turn: RecordedTurn) -> ChatResponse:
 
 
 def _diff(
-    turn: RecordedTurn, live: list[dict[str, Any]], tools: Iterable[str]
+    turn: RecordedTurn,
+    live: list[dict[str, Any]],
+    tools: Iterable[str],
+    instructions: str | None = None,
 ) -> tuple[str, str] | None:
     """None when ``live`` asks what ``turn`` recorded, else (recorded, live) in words."""
     recorded = turn.messages
@@ -293,7 +302,16 @@ def _diff(
     tool_list = list(tools)
     if turn.tools != tool_list:
         return f"tools {turn.tools}", f"tools {tool_list}"
+    if turn.instructions != instructions:
+        return f"instructions {_clip(turn.instructions)}", f"instructions {_clip(instructions)}"
     return None
+
+
+def _clip(text: str | None, limit: int = 200) -> str:
+    if text is None:
+        return "<none>"
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 # ChatOptions re-exported for type checkers reading the signature above.

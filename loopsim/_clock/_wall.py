@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from freezegun import freeze_time
+from freezegun.api import real_perf_counter
 
 # freezegun patches process-wide state with a stack; two threads freezing at once would
 # pop each other's factories. Nested use in one thread is fine (a stack).
@@ -66,3 +67,9 @@ def frozen_wall_clock(start: datetime, elapsed: float) -> Iterator[Callable[[flo
             _depth -= 1
             if _depth == 0:
                 _owner = None
+
+
+def real_seconds() -> float:
+    """Real (not virtual, never frozen) seconds from an arbitrary origin, for measuring
+    real latencies such as a real model's (``RecordingChatClient(latency="real")``)."""
+    return float(real_perf_counter())

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._clients._recording import RecordedTurn
+from .._clients._secrets import Redactor
 from .._errors import TranscriptError
 from .._files import write_atomic
 from .._version import __version__
@@ -234,7 +235,12 @@ class Transcript(BaseModel):
                     turn.request_time,
                     2 * order,
                     "model_request",
-                    {**base, "messages": turn.messages, "tools": turn.tools},
+                    {
+                        **base,
+                        "messages": turn.messages,
+                        "tools": turn.tools,
+                        "instructions": turn.instructions,
+                    },
                 )
             )
             if turn.response is not None:
@@ -276,14 +282,32 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out or "<top>"
 
 
-def write_transcript(path: str | os.PathLike[str], transcript: Transcript) -> Path:
+def write_transcript(
+    path: str | os.PathLike[str],
+    transcript: Transcript,
+    *,
+    secret_patterns: Sequence[str] = (),
+) -> Path:
     """Write ``transcript`` to ``path`` atomically and return the path.
 
-    The text is built first, written to a temporary file in the same directory, flushed
-    to disk and renamed over ``path`` (``os.replace``), so a crash at any point leaves
-    either the old file or the new one, never a torn one.
+    The text is built first and scanned for secret-looking text (API keys, bearer
+    tokens, ``Authorization`` values: :data:`~loopsim._clients._secrets.DEFAULT_SECRET_PATTERNS`,
+    plus ``secret_patterns``); a match refuses the write with a
+    :class:`~loopsim.TranscriptError` and nothing is written. Then it goes to a temporary
+    file in the same directory, flushed to disk and renamed over ``path``
+    (``os.replace``), so a crash at any point leaves either the old file or the new one.
     """
-    return write_atomic(path, transcript.to_json())
+    text = transcript.to_json()
+    found = Redactor(patterns=secret_patterns).find(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise TranscriptError(
+            f"refusing to write: line {line} holds what looks like a secret "
+            f"({found.group()[:3]}... matches a secret pattern); redact it when recording "
+            "(RecordingChatClient(secrets=..., secret_patterns=...)) or remove it",
+            path=Path(path),
+        )
+    return write_atomic(path, text)
 
 
 def read_transcript(

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from typing_extensions import Self
 
+from .._clients._secrets import SECRETS_RESOURCE, Redactor
 from .._messages import Message
 from .._trace import Event, Trace
 from ._model import Transcript, TranscriptEvent
@@ -126,12 +127,22 @@ class Recorder:
 
     @property
     def transcript(self) -> Transcript:
-        """The transcript recorded so far."""
+        """The transcript recorded so far (secrets a recording client registered redacted)."""
+        events = list(self._events)
+        redactor = self.trace.resources.get(SECRETS_RESOURCE)
+        if isinstance(redactor, Redactor):
+            memo: dict[int, Any] = {}  # shared messages stay shared (written once)
+            events = [
+                TranscriptEvent.model_construct(
+                    seq=e.seq, time=e.time, kind=e.kind, data=redactor.redact(e.data, memo)
+                )
+                for e in events
+            ]
         return Transcript(
             scenario=self.scenario,
             seed=self.seed,
             backend=self.backend,
-            events=list(self._events),
+            events=events,
         )
 
     def _dump(self, message: Message) -> dict[str, Any]:
