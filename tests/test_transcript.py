@@ -317,7 +317,7 @@ def test_replay_command_reports_identical_or_the_divergence(
     recorded = loopsim.read_transcript(FIXTURE)
     args = parse(["replay", str(FIXTURE)])
     assert _commands.cmd_replay(args, rerun=lambda t: t) == 0
-    assert capsys.readouterr().out == "identical\n"
+    assert capsys.readouterr().out.startswith("identical: 8 model calls answered")
 
     def rerun_changed(t: Transcript) -> Transcript:
         events = list(t.events)
@@ -326,7 +326,8 @@ def test_replay_command_reports_identical_or_the_divergence(
 
     assert _commands.cmd_replay(args, rerun=rerun_changed) == 1
     out = capsys.readouterr().out
-    assert out.startswith("first divergence at event 5:")
+    assert out.startswith("diverged: the transcripts differ at event 5 ")
+    assert "\nfirst divergence at event 5:" in out
     assert '"time": 99.0' in out
     assert recorded.events[5].kind in out
 

@@ -21,7 +21,13 @@ from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
 from ._recording import RecordedTurn, dump_message, message_summary
 
-__all__ = ["RecordedEvent", "ReplayChatClient", "ReplayDriftWarning", "comparable_message"]
+__all__ = [
+    "RecordedEvent",
+    "ReplayChatClient",
+    "ReplayDriftWarning",
+    "comparable_message",
+    "request_difference",
+]
 
 
 class ReplayDriftWarning(UserWarning):
@@ -313,6 +319,9 @@ def _clip(text: str | None, limit: int = 200) -> str:
     shown = repr(text)
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
+
+#: Public name of the request comparison (the replay verdict counts with it).
+request_difference = _diff
 
 # ChatOptions re-exported for type checkers reading the signature above.
 _ = ChatOptions
