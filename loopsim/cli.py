@@ -332,9 +332,7 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     scenario_file = getattr(args, "scenario", None)
     if scenario_file is None:
         return replay(args)
-    from ._scenario import load_scenario  # noqa: PLC0415 - keep startup light
-    from ._scenario._runner import run_scenario  # noqa: PLC0415
-    from ._scenario._schema import BACKENDS  # noqa: PLC0415
+    from ._scenario import BACKENDS, load_scenario, run_scenario  # noqa: PLC0415 - keep startup light
 
     try:
         loaded = load_scenario(scenario_file)

@@ -35,7 +35,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ._clock import VirtualClock
-    from ._scenario._runner import ScenarioResult
+    from ._scenario import ScenarioResult
 
 __all__ = [
     "BACKEND_OPTION",
@@ -141,8 +141,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
-        from ._scenario import load_scenario  # noqa: PLC0415
-        from ._scenario._runner import run_scenario  # noqa: PLC0415
+        from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
 
         config = self.config
         try:
@@ -157,7 +156,7 @@ class ScenarioItem(pytest.Item):
         }
         written: Path | None = None
         if loaded.scenario.vary:
-            from ._scenario._vary import run_vary, write_reproducer  # noqa: PLC0415
+            from ._scenario import run_vary, write_reproducer  # noqa: PLC0415
 
             if options["seed"] is not None:
                 options["seeded"] = True  # --loopsim-seed also seeds hypothesis

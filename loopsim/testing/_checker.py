@@ -65,8 +65,7 @@ from .._messages import (
     FunctionResultContent,
     Message,
 )
-from .._scenario import Scenario
-from .._scenario._schema import Backend
+from .._scenario import Backend, Scenario
 from ._strategies import DONE_MARKER, scenario_yaml
 
 __all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]

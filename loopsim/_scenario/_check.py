@@ -1,19 +1,42 @@
-"""Check a scenario run's ``expect:`` block; each failure names the line it came from."""
+"""Stage 5 of the scenario pipeline: check a run against its expectations and the invariants.
+
+Each :class:`Failure` names the line of the scenario file it came from.
+"""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._files import write_atomic
-from ._loader import LoadedScenario, format_location
-from ._schema import RangeSpec
+from .._invariants import check_invariants
+from .._transcript import render_text
+from ._run import Execution
+from ._schema import RangeSpec, Scenario
+from ._source import LoadedScenario, format_location
 
-if TYPE_CHECKING:
-    from ._runner import Failure, ScenarioResult, _Outcome
+__all__ = ["UPDATE_OPTION", "Failure", "check_expectations", "check_run", "snapshot_path"]
 
-__all__ = ["check_expectations", "snapshot_path"]
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed expectation or invariant: what, and where in the scenario file."""
+
+    message: str
+    location: str | None = None
+    line: int | None = None
+    kind: str = "expectation"  # or "invariant", "error", "unused"
+
+    def render(self, path: Path | None) -> str:
+        where = ""
+        if path is not None:
+            where = f"{path}:{self.line}: " if self.line else f"{path}: "
+        field_path = f"{self.location}: " if self.location else ""
+        return f"{where}{field_path}{self.message}"
+
 
 TOLERANCE = 1e-6
 #: The pytest option (and ``loopsim run`` option) that writes transcript snapshots.
@@ -30,14 +53,11 @@ def snapshot_path(loaded: LoadedScenario) -> Path:
 
 def check_expectations(
     loaded: LoadedScenario,
-    result: ScenarioResult,
-    outcome: _Outcome,
+    result: Execution,
     update_snapshots: bool,
     key: str = "expect",
 ) -> list[Failure]:
     """Check the ``expect:`` block (or, with ``key="always"``, the ``always:`` block)."""
-    from ._runner import Failure  # noqa: PLC0415 - circular at import time
-
     expect = getattr(loaded.scenario, key)
     where = loaded.where
     failures: list[Failure] = []
@@ -49,6 +69,7 @@ def check_expectations(
             loc = (key, *loc[1:])
         failures.append(Failure(message, format_location(loc), where.line(loc), kind))
 
+    outcome = result.outcome
     error = outcome.error
     if expect.error is not None:
         if error is None:
@@ -137,16 +158,12 @@ def _check_elapsed(expected: float | RangeSpec, elapsed: float, fail: Any) -> No
         fail(("expect", "elapsed"), f"expected {expected:g}s of virtual time, got {elapsed:g}s")
 
 
-def _check_snapshot(
-    loaded: LoadedScenario, result: ScenarioResult, update: bool, fail: Any
-) -> None:
+def _check_snapshot(loaded: LoadedScenario, result: Execution, update: bool, fail: Any) -> None:
     if result.transcript is None:
         fail(
             ("expect", "transcript"), "no transcript was recorded (the transcript layer is missing)"
         )
         return
-    from .._transcript import render_text  # noqa: PLC0415
-
     text = render_text(result.transcript)
     path = snapshot_path(loaded)
     stored = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -189,3 +206,66 @@ def _check_snapshot(
         f"the transcript differs from its snapshot (if the change is intended, rerun with "
         f"{UPDATE_OPTION}):\n{body}",
     )
+
+
+def check_run(
+    loaded: LoadedScenario, run: Execution, keys: Sequence[str], *, update_snapshots: bool = False
+) -> list[Failure]:
+    """Every failure of ``run``: the expectation blocks ``keys``, the scenario's ``ties:``,
+    the invariants (unless a block turns them off) and unused script turns."""
+    scenario = loaded.scenario
+    where = loaded.where
+    specs = [spec for spec in (getattr(scenario, key) for key in keys) if spec is not None]
+    failures: list[Failure] = []
+    for key in keys:
+        for failure in check_expectations(loaded, run, update_snapshots, key):
+            if failure.kind == "error" and any(f.kind == "error" for f in failures):
+                continue  # an unexpected error is reported once, not once per block
+            failures.append(failure)
+    ties = run.ties
+    for position, problem in ties.problems:
+        failures.append(
+            Failure(problem, format_location(("ties", position)), where.line(("ties", position)))
+        )
+    if all(spec.invariants for spec in specs):
+        loop = scenario.loop
+        problems = check_invariants(
+            run.events,
+            max_iterations=None if loop is None else (loop.max_iterations or 10),
+            fresh_context=bool(loop and loop.fresh_context_per_iteration),
+            wait_timeout=float(scenario.parent.wait_timeout),
+            evaluator_count=_evaluator_count(scenario),
+        )
+        failures.extend(
+            Failure(message, location="invariants", line=where.line(()), kind="invariant")
+            for message in problems
+        )
+    if not any(spec.unused_turns for spec in specs) and run.outcome.error is None:
+        unused = run.world.unused()
+        if len(ties.chosen) < len(scenario.ties):
+            loc: tuple[str | int, ...] = ("ties", len(ties.chosen))
+            unused.append(
+                (
+                    loc,
+                    (
+                        f"{len(scenario.ties) - len(ties.chosen)} tie choice(s) were never used "
+                        f"(the run had {len(ties.chosen)} same-instant tie(s))"
+                    ),
+                )
+            )
+        for loc, message in unused:
+            failures.append(Failure(message, format_location(loc), where.line(loc), kind="unused"))
+    return failures
+
+
+def _evaluator_count(scenario: Scenario) -> int | None:
+    """How many evaluators every loop of the scenario asks (None: it has two different loops)."""
+    loop = scenario.loop
+    if loop is None:
+        return None
+    if loop.should_continue is not None:
+        # The harness's predicate loop asks one "evaluator", the predicate. With evaluators
+        # as well there are two loops with different counts: the invariant then reads each
+        # loop's count from the indices it saw.
+        return None if loop.evaluators else 1
+    return len(loop.evaluators)
