@@ -104,6 +104,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "loopsim's virtual clock (backend may be 'asyncio', 'trio' or a sequence of both; "
         "wall_clock=False leaves datetime.now()/time.time() real)",
     )
+    _block_looptime_without_pytest_asyncio(config)
+
+
+def _block_looptime_without_pytest_asyncio(config: pytest.Config) -> None:
+    # looptime's pytest plugin (installed with the bench extra) fails every fixture setup
+    # when pytest-asyncio is absent (looptime 0.9 reads that plugin's module unguarded);
+    # it has nothing to patch then, so loopsim's runs leave it out.
+    manager = config.pluginmanager
+    if manager.getplugin("asyncio") is None and manager.has_plugin("looptime_plugin"):
+        manager.set_blocked("looptime_plugin")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import yaml
@@ -54,8 +54,7 @@ from .._agents import Agent
 from .._clients import ScriptedChatClient
 from .._clock import simulate
 from .._errors import SimulationDeadlock
-from .._invariants import check_invariants
-from .._loop import LoopAgent, LoopAgentOptions, LoopContext, LoopEvaluation, LoopEvaluator
+from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._loop._evaluation import FeedbackView
 from .._messages import (
     AgentResponse,
@@ -65,7 +64,9 @@ from .._messages import (
     FunctionResultContent,
     Message,
 )
-from .._scenario import Backend, Scenario
+from .._scenario import Backend
+from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
+from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
 
 __all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]
@@ -397,11 +398,21 @@ def check_evaluator(
     budget: float = 60.0,
     marker: str = DONE_MARKER,
     import_path: str | None = None,
+    next_message: Callable[..., Any] | None = None,
+    engine: Literal["loopsim", "agent_framework"] = "loopsim",
 ) -> EvaluatorReport:
     """Check a ``LoopEvaluator`` offline against generated contexts and scripted loops.
 
+    An agent_framework-style loop is checked the same way: pass its ``should_continue``
+    predicate (and ``next_message``), an ``AgentLoopMiddleware``, or a factory returning
+    one (a ``with_judge`` setup). Its decision is asked on the generated contexts (as
+    agent_framework's loop keywords) and ``lets_loop_stop`` runs the real
+    ``AgentLoopMiddleware`` around a real ``agent_framework.Agent`` (needs the
+    ``agent-framework`` extra).
+
     Args:
-        factory: the evaluator class (or any callable returning a fresh evaluator).
+        factory: the evaluator class (or any callable returning a fresh evaluator), or
+            an agent_framework loop as above.
         options: keyword arguments for ``factory`` (the ``--options`` JSON of the CLI).
         max_examples: generated cases per check.
         budget: virtual seconds one ``evaluate`` may take before it counts as blocked.
@@ -409,15 +420,24 @@ def check_evaluator(
             evaluator looks for to say "done").
         import_path: ``module:Class`` for the counterexample scenario file (default: read
             from ``factory``).
+        next_message: an agent_framework-style loop's ``next_message`` callable.
+        engine: where ``lets_loop_stop`` runs a LoopEvaluator's inner agent: loopsim's
+            Agent, or a real ``agent_framework.Agent`` (via ``as_agent``).
 
     Returns:
         An :class:`EvaluatorReport`; call ``.assert_ok()`` in a test. Do not call this
         inside a hypothesis ``@given`` test: it runs its own searches.
     """
     kwargs = dict(options or {})
-    path = import_path or f"{factory.__module__}:{getattr(factory, '__qualname__', factory)}"
+    if import_path is None:
+        owner = factory if hasattr(factory, "__qualname__") else type(factory)
+        import_path = f"{owner.__module__}:{owner.__qualname__}"
+    path = import_path
+    af_loop = resolve_af_loop(factory, kwargs, next_message)
 
     def make() -> LoopEvaluator:
+        if af_loop is not None:
+            return PredicateEvaluator(af_loop)
         return factory(**kwargs)
 
     report = EvaluatorReport(path)
@@ -470,7 +490,21 @@ def check_evaluator(
             )
 
     def lets_loop_stop(case: tuple[int, int, int, bool]) -> None:
-        problem = _loop_case(make, case, marker, budget)
+        if af_loop is not None:
+            found = check_af_loop_stops(
+                af_loop,
+                path=path,
+                script=_script(case, marker),
+                done_at=case[0],
+                cap=case[1],
+                streaming=case[3],
+                marker=marker,
+                budget=budget,
+            )
+            if found is not None:
+                raise _Found(*found)
+            return
+        problem = _loop_case(make, case, marker, budget, engine)
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
@@ -523,69 +557,4 @@ def _changed(before: str, after: str) -> str:
     keys = [k for k in old if old[k] != new.get(k)]
     return ", ".join(
         f"{k} was {json.dumps(old[k])[:80]}, became {json.dumps(new[k])[:80]}" for k in keys
-    )
-
-
-def _script(case: tuple[int, int, int, bool], marker: str) -> list[str]:
-    done_at, cap, noise, _ = case
-    words = ["working on it", "draft ready", "still fixing the tests", "almost"]
-    replies = [words[(n + noise) % len(words)] for n in range(done_at - 1)]
-    replies += [f"all finished {marker}"] * (cap - done_at + 1)
-    return replies
-
-
-def _loop_case(
-    make: Callable[[], LoopEvaluator], case: tuple[int, int, int, bool], marker: str, budget: float
-) -> str | None:
-    done_at, cap, _, streaming = case
-    events: list[_trace.Event] = []
-    client = ScriptedChatClient(_script(case, marker), name="worker")
-    agent = LoopAgent(Agent(client, name="worker"), [make()], LoopAgentOptions(max_iterations=cap))
-
-    async def main() -> None:
-        _trace.current().subscribe(events.append)
-        with anyio.fail_after(budget * cap):
-            if streaming:
-                stream = agent.run_stream("do the task")
-                async for _ in stream:
-                    pass
-            else:
-                await agent.run("do the task")
-
-    try:
-        simulate(main)
-    except TimeoutError:
-        return f"the loop did not finish within {budget * cap:g} virtual seconds"
-    except SimulationDeadlock as exc:
-        return f"the loop deadlocked: {exc}"
-    except Exception as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
-        return f"the loop raised {type(exc).__name__}: {exc}"
-    stops = [e.data for e in events if e.kind == "loop_stop"]
-    stop = stops[-1] if stops else {}
-    problems = check_invariants(events, max_iterations=cap, evaluator_count=1)
-    if problems:
-        return "; ".join(problems)
-    if stop.get("reason") != "evaluators_stopped":
-        return (
-            f"the agent replied with {marker!r} from iteration {done_at} on, but the loop ran "
-            f"all {cap} iterations (stop reason {stop.get('reason')})"
-        )
-    return None
-
-
-def _loop_scenario(
-    path: str, options: Mapping[str, Any], case: tuple[int, int, int, bool], marker: str
-) -> Scenario:
-    _, cap, _, streaming = case
-    return Scenario.model_validate(
-        {
-            "version": 1,
-            "name": "check-evaluator-lets-loop-stop",
-            "streaming": streaming,
-            "agents": {"worker": {"script": _script(case, marker)}},
-            "parent": {"agent": "worker"},
-            "loop": {"evaluators": [{path: dict(options)}], "max_iterations": cap},
-            "steps": [{"run": "do the task"}],
-            "expect": {"stop_reason": "evaluators_stopped", "unused_turns": True},
-        }
     )
