@@ -39,6 +39,7 @@ from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
 from ._clients import ReplayChatClient as ReplayChatClient
@@ -155,6 +156,7 @@ __all__ = [
     "LoopEvaluator",
     "LoopsimError",
     "Message",
+    "RealTimeChatClient",
     "RecordedTurn",
     "Recorder",
     "RecordingChatClient",

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from .. import _trace
 from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
@@ -173,6 +174,14 @@ class ReplayChatClient(FakeChatClient):
 
     finish = assert_all_played
 
+    async def get_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Record the request and answer it from the recording (ids as recorded)."""
+        request = ChatRequest(messages, options or ChatOptions())
+        self.requests.append(request)
+        return await self._answer(request)
+
     # -- matching -----------------------------------------------------------------------
 
     def _heads(self) -> list[RecordedTurn]:
@@ -271,14 +280,18 @@ _ERROR_CLASSES: dict[str, type[ReplayedModelError]] = {}
 
 
 def _response_of(turn: RecordedTurn) -> ChatResponse:
+    # Ids loopsim stamped from the simulation's counters are stamped again, in the same
+    # order (messages, then the response), so the counters advance as they did; ids a
+    # real model gave (or none at all) are kept exactly as recorded.
     messages = []
     for data in turn.response or ():
+        message = Message.model_validate(data)
         if _loopsim_id(data.get("message_id"), "msg"):
-            data = {**data, "message_id": None}  # noqa: PLW2901 - a fresh copy, restamped
-        messages.append(Message.model_validate(data))
+            message = message.model_copy(update={"message_id": _trace.next_id("msg")})
+        messages.append(message)
     response_id = turn.response_id
     if _loopsim_id(response_id, "resp"):
-        response_id = None
+        response_id = _trace.next_id("resp")
     usage = None if turn.usage is None else Usage.model_validate(turn.usage)
     return ChatResponse(messages, response_id=response_id, usage=usage)
 
@@ -323,5 +336,3 @@ def _clip(text: str | None, limit: int = 200) -> str:
 #: Public name of the request comparison (the replay verdict counts with it).
 request_difference = _diff
 
-# ChatOptions re-exported for type checkers reading the signature above.
-_ = ChatOptions
