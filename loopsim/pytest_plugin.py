@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_OPTION",
+    "RECORD_MODE_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
@@ -54,6 +55,7 @@ BACKEND_OPTION = "--loopsim-backend"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
+RECORD_MODE_OPTION = "--loopsim-record-mode"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
@@ -62,6 +64,7 @@ TAIL_EVENTS = 12
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("loopsim", "loopsim scenarios and virtual time")
+    _add_record_mode_option(group)
     group.addoption(
         SEED_OPTION,
         type=int,
@@ -252,3 +255,40 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 kwargs["loopsim_clock"] = clock
         clock.run(functools.partial(function, **kwargs), backend=one)
     return True
+
+
+# -- cassettes (record a real model once, replay it in CI) ---------------------------------
+
+
+def _add_record_mode_option(group: Any) -> None:
+    from ._transcript._cassette import RECORD_MODES  # noqa: PLC0415 - keep startup light
+
+    group.addoption(
+        RECORD_MODE_OPTION,
+        choices=RECORD_MODES,
+        default="none",
+        help="how the loopsim_cassette fixture treats real models: none (replay only, the "
+        "default), once (record a missing cassette), new_episodes (record requests past "
+        "the cassette), all (re-record)",
+    )
+
+
+@pytest.fixture
+def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """This test's :class:`~loopsim._transcript._cassette.Cassette`, in the record mode of
+    ``--loopsim-record-mode``; stored in ``cassettes/<module>/<test>.transcript.json`` next
+    to the test file. ``loopsim_cassette.client(agent_name, real_client)`` gives the
+    client an agent talks to."""
+    from ._transcript._cassette import (  # noqa: PLC0415 - keep startup light
+        Cassette,
+        CassetteMissingError,
+        cassette_path,
+    )
+
+    path = cassette_path(Path(str(request.path)), request.node.name)
+    try:
+        cassette = Cassette(path, request.config.getoption(RECORD_MODE_OPTION))
+    except CassetteMissingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield cassette
+    cassette.finish()

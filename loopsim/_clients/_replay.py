@@ -335,4 +335,3 @@ def _clip(text: str | None, limit: int = 200) -> str:
 
 #: Public name of the request comparison (the replay verdict counts with it).
 request_difference = _diff
-
