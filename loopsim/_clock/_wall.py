@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from freezegun import freeze_time
-from freezegun.api import real_perf_counter
 
 # freezegun patches process-wide state with a stack; two threads freezing at once would
 # pop each other's factories. Nested use in one thread is fine (a stack).
@@ -72,4 +71,8 @@ def frozen_wall_clock(start: datetime, elapsed: float) -> Iterator[Callable[[flo
 def real_seconds() -> float:
     """Real (not virtual, never frozen) seconds from an arbitrary origin, for measuring
     real latencies such as a real model's (``RecordingChatClient(latency="real")``)."""
-    return float(real_perf_counter())
+    # Looked up at call time: freezegun replaces every module-level reference to the
+    # real clock functions while frozen, except those in its own module.
+    from freezegun import api  # noqa: PLC0415
+
+    return float(api.real_perf_counter())
