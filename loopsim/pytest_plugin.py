@@ -184,7 +184,12 @@ class ScenarioItem(pytest.Item):
                 result.reproducer = write_reproducer(loaded, result, vary.document, target)
                 written = target / f"{result.name}.transcript.json"
         else:
+            cassette = _scenario_cassette(config, self.path, loaded.name)
+            if cassette is not None:
+                options["models"] = cassette.client
             result = run_scenario(loaded, **options)
+            if cassette is not None and result.passed:
+                cassette.finish()
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
@@ -292,3 +297,15 @@ def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
         pytest.fail(str(exc), pytrace=False)
     yield cassette
     cassette.finish()
+
+
+def _scenario_cassette(config: pytest.Config, path: Path, name: str) -> Any:
+    """The cassette of a scenario file (``cassettes/<name>.transcript.json`` next to it),
+    or None: in mode ``none`` a scenario without one runs its own scripts."""
+    from ._transcript._cassette import Cassette  # noqa: PLC0415 - keep startup light
+
+    mode = config.getoption(RECORD_MODE_OPTION)
+    target = path.parent / "cassettes" / f"{name}.transcript.json"
+    if mode == "none" and not target.exists():
+        return None
+    return Cassette(target, mode)

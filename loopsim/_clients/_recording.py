@@ -17,7 +17,7 @@ import anyio
 
 from .. import _trace
 from .._clock._wall import real_seconds
-from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
+from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._protocol import ChatClient
 from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
@@ -164,6 +164,8 @@ class RecordingChatClient:
         self.emit = emit
         self.latency = latency
         self.turns: list[RecordedTurn] = []
+        #: Every request received (messages, options), like the fakes' ``requests``.
+        self.requests: list[ChatRequest] = []
         #: What is redacted: the given secrets, keys found on the wrapped clients, and
         #: secret-looking text (default and given patterns).
         self.redactor = Redactor([*secrets, *secret_values(inner)], secret_patterns)
@@ -199,6 +201,7 @@ class RecordingChatClient:
 
     def _start(self, messages: Sequence[Message], options: ChatOptions) -> RecordedTurn:
         self._register()
+        self.requests.append(ChatRequest(messages, options))
         # The Agent says who asks in the options; a direct call leaves them None.
         turn = RecordedTurn(
             agent=self.agent_name or options.agent_name,

@@ -33,7 +33,7 @@ from .._clients._protocol import ChatClient
 from .._clients._recording import RecordedTurn, RecordingChatClient
 from .._clients._replay import ReplayChatClient, turns_from_events
 from .._errors import LoopsimError, ReplayMismatchError
-from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
+from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._model import Transcript, read_transcript, write_transcript
 
 __all__ = ["RECORD_MODES", "Cassette", "CassetteMissingError", "RecordMode", "cassette_path"]
@@ -66,6 +66,11 @@ class _Episodes:
     def __init__(self, replay: ReplayChatClient, live: RecordingChatClient) -> None:
         self.replay, self.live = replay, live
         self.exhausted = not replay.turns
+
+    @property
+    def requests(self) -> list[ChatRequest]:
+        """Requests answered from the cassette, then those sent to the real client."""
+        return [*self.replay.requests, *self.live.requests]
 
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None

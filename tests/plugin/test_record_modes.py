@@ -128,3 +128,38 @@ def test_an_unknown_mode_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--loopsim-record-mode=sometimes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*invalid choice: 'sometimes'*"])
+
+
+SCENARIO = """version: 1
+agents:
+  greeter:
+    script:
+      - reply: REPLY
+parent: {agent: greeter}
+steps:
+  - run: hi
+expect:
+  response: {contains: hello}
+"""
+
+
+def write_scenario(pytester: pytest.Pytester, reply: str) -> Path:
+    path = pytester.path / "greet.loopsim.yaml"
+    path.write_text(SCENARIO.replace("REPLY", reply), encoding="utf-8")
+    return path
+
+
+def test_a_scenario_file_records_its_cassette_next_to_it_and_replays_it(
+    pytester: pytest.Pytester,
+) -> None:
+    write_scenario(pytester, "hello there")
+    pytester.runpytest().assert_outcomes(passed=1)  # mode none, no cassette: its scripts
+    target = pytester.path / "cassettes" / "greet.transcript.json"
+    assert not target.exists()
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    assert answers_in(target) == ["hello there"]
+    # The model side changes; the cassette answers in its place (mode none replays it).
+    write_scenario(pytester, "goodbye")
+    pytester.runpytest().assert_outcomes(passed=1)
+    target.unlink()
+    pytester.runpytest().assert_outcomes(failed=1)  # without the cassette: its scripts
