@@ -40,6 +40,7 @@ from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
 from ._clients import ReplayChatClient as ReplayChatClient
@@ -105,6 +106,7 @@ from ._transcript import Divergence as Divergence
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript
 from ._transcript import TranscriptEvent as TranscriptEvent
+from ._transcript import TranscriptLimits as TranscriptLimits
 from ._transcript import diff_transcripts as diff_transcripts
 from ._transcript import read_transcript as read_transcript
 from ._transcript import record as record
@@ -163,6 +165,7 @@ __all__ = [
     "Message",
     "MiddlewareTermination",
     "NotSimulatedWarning",
+    "RealTimeChatClient",
     "RecordedTurn",
     "Recorder",
     "RecordingChatClient",
@@ -188,6 +191,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptEvent",
+    "TranscriptLimits",
     "Turn",
     "UriContent",
     "Usage",

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._clients import ReplayChatClient
-from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
+from ._errors import ReplayMismatchError, ScenarioError
 from ._files import write_atomic
 from ._report._cli import add_report_parser
-from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
+from ._transcript._commands import Replayed, add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
 
@@ -373,9 +373,11 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
         print(f"loopsim replay: cannot read {scenario_file}: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
 
-    def rerun(recorded: Transcript) -> Transcript:
+    def rerun(recorded: Transcript) -> Replayed:
         # Each agent's model answers from the recording (strict): a request that differs
-        # from the recorded one is the divergence, reported at its event.
+        # from the recorded one is the divergence, reported at its event. A fresh run of
+        # the scenario's own models tells model-side changes apart (reported as
+        # "answered from the recording").
         backend = recorded.backend if recorded.backend in BACKENDS else None
         result = run_scenario(
             loaded,
@@ -383,12 +385,9 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
             backend=backend,
             models=lambda name, _client: ReplayChatClient(recorded, name),
         )
-        if isinstance(result.error, ReplayMismatchError):
-            raise result.error
-        if result.transcript is None:  # pragma: no cover - the transcript layer is present
-            msg = "the scenario runner recorded no transcript"
-            raise TranscriptError(msg)
-        return result.transcript
+        fresh = run_scenario(loaded, seed=recorded.seed, backend=backend).transcript
+        error = result.error if isinstance(result.error, ReplayMismatchError) else None
+        return Replayed(result.transcript, error=error, fresh=fresh)
 
     return replay(args, rerun=rerun)
 

@@ -50,6 +50,7 @@ __all__ = [
     "BACKEND_OPTION",
     "ENGINE_OPTION",
     "MAX_EXAMPLES_OPTION",
+    "RECORD_MODE_OPTION",
     "REPORT_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
@@ -72,6 +73,7 @@ REPORT_OPTION = "--loopsim-report"
 #: The one update flag (syrupy's name; syrupy registers it when installed, loopsim otherwise).
 SNAPSHOT_UPDATE_OPTION = "--snapshot-update"
 MAX_EXAMPLES_OPTION = "--loopsim-max-examples"
+RECORD_MODE_OPTION = "--loopsim-record-mode"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
@@ -80,6 +82,7 @@ TAIL_EVENTS = 12
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("loopsim", "loopsim scenarios and virtual time")
+    _add_record_mode_option(group)
     group.addoption(
         SEED_OPTION,
         type=int,
@@ -377,7 +380,12 @@ class ScenarioItem(pytest.Item):
                 else:
                     written = target / f"{safe_file_stem(result.name)}.transcript.json"
         else:
+            cassette = _scenario_cassette(config, self.path, loaded.name)
+            if cassette is not None:
+                options["models"] = cassette.client
             result = run_scenario(loaded, **options)
+            if cassette is not None and result.passed:
+                cassette.finish()
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
         self.user_properties.extend(
             [
@@ -476,3 +484,52 @@ def _report_engines(result: ScenarioResult) -> None:
         pytest.skip(f"engines not compared: {result.not_compared} (the other engine passed)")
     if result.divergence is not None:
         pytest.xfail(result.divergence)
+
+
+# -- cassettes (record a real model once, replay it in CI) ---------------------------------
+
+
+def _add_record_mode_option(group: Any) -> None:
+    from ._transcript._cassette import RECORD_MODES  # noqa: PLC0415 - keep startup light
+
+    group.addoption(
+        RECORD_MODE_OPTION,
+        choices=RECORD_MODES,
+        default="none",
+        help="how the loopsim_cassette fixture treats real models: none (replay only, the "
+        "default), once (record a missing cassette), new_episodes (record requests past "
+        "the cassette), all (re-record)",
+    )
+
+
+@pytest.fixture
+def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """This test's :class:`~loopsim._transcript._cassette.Cassette`, in the record mode of
+    ``--loopsim-record-mode``; stored in ``cassettes/<module>/<test>.transcript.json`` next
+    to the test file. ``loopsim_cassette.client(agent_name, real_client)`` gives the
+    client an agent talks to."""
+    from ._transcript._cassette import (  # noqa: PLC0415 - keep startup light
+        Cassette,
+        CassetteMissingError,
+        cassette_path,
+    )
+
+    path = cassette_path(Path(str(request.path)), request.node.name)
+    try:
+        cassette = Cassette(path, request.config.getoption(RECORD_MODE_OPTION))
+    except CassetteMissingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield cassette
+    cassette.finish()
+
+
+def _scenario_cassette(config: pytest.Config, path: Path, name: str) -> Any:
+    """The cassette of a scenario file (``cassettes/<name>.transcript.json`` next to it),
+    or None: in mode ``none`` a scenario without one runs its own scripts."""
+    from ._transcript._cassette import Cassette  # noqa: PLC0415 - keep startup light
+
+    mode = config.getoption(RECORD_MODE_OPTION)
+    target = path.parent / "cassettes" / f"{name}.transcript.json"
+    if mode == "none" and not target.exists():
+        return None
+    return Cassette(target, mode)

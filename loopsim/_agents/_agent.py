@@ -720,6 +720,7 @@ class _RunState:
                 session=self.session.session_id,
                 messages=request,
                 tools=self.chat_options.tool_names,
+                instructions=self.chat_options.instructions,
             )
         return request
 
