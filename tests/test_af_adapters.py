@@ -153,7 +153,7 @@ def test_from_chat_client_puts_a_recording_client_in_front_of_an_upstream_client
     assert loopsim.simulate(agent.run, "double 4").text == "8"
     # loopsim's Agent ran the tool (the upstream layer only saw a declaration)
     assert inner.requests[1].messages[-1].contents == [
-        FunctionResultContent(call_id="c1", result=8)
+        FunctionResultContent(call_id="c1", result="8")
     ]
     assert [t.agent for t in recording.turns] == ["doubler", "doubler"]
     assert recording.turns[0].tools == ["double"]

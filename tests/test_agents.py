@@ -55,7 +55,11 @@ def test_tool_calls_run_and_results_go_back_to_the_model(backend: str) -> None:
     assert [m.role for m in response.messages] == ["assistant", "tool", "assistant"]
     result = client.requests[1].messages[-1].contents[0]
     assert isinstance(result, FunctionResultContent)
-    assert (result.call_id, result.result, result.error) == ("c1", 5, None)
+    assert (result.call_id, result.result, result.error) == (
+        "c1",
+        "5",
+        None,
+    )  # the text the model reads
     assert client.requests[0].options.tool_names == ["add"]
 
 

@@ -139,7 +139,7 @@ def test_an_extra_argument_is_ignored_on_both_engines() -> None:
     ours = ls_response.messages[1].contents[0]
     theirs = af_response.messages[1].contents[0]
     assert isinstance(ours, FunctionResultContent)
-    assert (ours.result, ours.error) == (3, None)
+    assert (ours.result, ours.error) == ("3", None)  # as upstream: the text the model reads
     assert (theirs.result, theirs.exception) == ("3", None)
 
 

@@ -156,4 +156,4 @@ def test_pictures_doc_examples_run(code: str) -> None:
 
 def test_a_plain_tool_call_is_a_self_arrow_with_its_result() -> None:
     lines = loopsim.render_mermaid(_run("tool_calls")).splitlines()
-    assert "    A1->>A1: t=0 add(a=2, b=3) = 5" in lines
+    assert '    A1->>A1: t=0 add(a=2, b=3) = "5"' in lines  # the text the model read

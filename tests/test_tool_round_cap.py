@@ -73,7 +73,9 @@ def test_both_engines_stop_offering_tools_after_max_iterations(cap: int, backend
 def test_bad_configurations_name_the_setting() -> None:
     with pytest.raises(ValueError, match="max_iterations must be >= 1"):
         Agent(ScriptedChatClient([]), function_invocation_configuration={"max_iterations": 0})
-    with pytest.raises(ValueError, match="supports max_iterations only"):
+    with pytest.raises(
+        ValueError, match="supports max_iterations, max_consecutive_errors_per_request only"
+    ):
         Agent(ScriptedChatClient([]), function_invocation_configuration={"max_function_calls": 2})
 
 

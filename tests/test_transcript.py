@@ -212,7 +212,9 @@ def test_recorder_dumps_each_message_once(monkeypatch: pytest.MonkeyPatch) -> No
     _, transcript = loopsim.record(main)
     requests = [e for e in transcript.events if e.kind == "model_request"]
     assert [len(e.data["messages"]) for e in requests] == [1, 3, 5]
-    assert calls == 6  # 3 questions + 3 answers, each dumped once
+    # 3 questions + 3 answers, each dumped once; and the 2 answers that later requests
+    # carry again, named after the agent once its run was done (new message objects)
+    assert calls == 8
 
 
 def loop_program() -> Any:

@@ -74,7 +74,11 @@ def test_requests_refer_to_the_previous_request_and_its_answer() -> None:
     assert all("role" in m for m in requests[0]["data"]["messages"])  # nothing came before
     second = requests[1]["data"]["messages"]
     assert second[0] == {"ref": requests[0]["seq"], "start": 0, "count": 1}
-    assert second[1] == {"ref": responses[0]["seq"], "start": 0, "count": 1}
+    # the answer comes back named after its agent (upstream names it once the run is
+    # done): a new message, written in full once here
+    assert second[1]["role"] == "assistant"
+    assert second[1]["author_name"] == "worker"
+    assert responses[0]["data"]["messages"][0]["author_name"] is None  # as the model sent it
     assert second[2]["role"] == "user"  # the feedback, written once
     third = requests[2]["data"]["messages"]
     assert third[0] == {"ref": requests[1]["seq"], "start": 0, "count": 3}

@@ -263,8 +263,8 @@ class Agent(BaseAgent):
         >>> agent = loopsim.Agent(client, name="calc", tools=[add])
         >>> loopsim.simulate(agent.run, "what is 2 + 3?").text
         '2 + 3 = 5'
-        >>> client.requests[1].messages[-1].contents[0].result
-        5
+        >>> client.requests[1].messages[-1].contents[0].result  # the text the model reads
+        '5'
     """
 
     def __init__(
@@ -835,7 +835,9 @@ class _RunState:
     async def finish(self) -> AgentResponse:
         """The run's response, stored in history, then the providers' ``after_run``."""
         agent, session = self.agent, self.session
-        # upstream names the agent on every message of its response that names nobody
+        # upstream names the agent on every message of its response that names nobody, once
+        # the run is done (its tool-loop requests still show them unnamed). New message
+        # objects, not a change in place: what was already recorded stays as it was sent.
         author = agent.name or "UnnamedAgent"
         produced = self.produced = [
             m if m.author_name is not None else m.model_copy(update={"author_name": author})

@@ -36,6 +36,10 @@ __all__ = ["EngineDivergence", "compare_engines"]
 ID_KEYS = {"session": "session", "session_id": "session", "response_id": "response"}
 #: Events that are the scheduler's, not the code under test's.
 IGNORED = frozenset({"clock_jump"})
+#: Fields set aside per event kind: a request's instructions are the system prompt, built
+#: of model-facing sentences (loopsim's WORDING on one side, upstream's prose on the
+#: other) around the user's own text; how they are joined is checked by the fidelity tests.
+IGNORED_FIELDS = {"model_request": frozenset({"instructions"})}
 
 
 def _stream(event: TranscriptEvent) -> tuple[str, ...]:
@@ -149,7 +153,8 @@ def _streams(transcript: Transcript) -> dict[tuple[str, ...], list[_Entry]]:
     for event in transcript.events:
         if event.kind in IGNORED:
             continue
-        data = _normalized(event.data, ids)
+        dropped = IGNORED_FIELDS.get(event.kind, frozenset())
+        data = _normalized({k: v for k, v in event.data.items() if k not in dropped}, ids)
         streams.setdefault(_stream(event), []).append(_Entry(event, data))
     return streams
 

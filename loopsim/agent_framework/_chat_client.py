@@ -88,6 +88,7 @@ class LoopsimChatClient(
                 session=session,
                 messages=converted,
                 tools=chat_options.tool_names,
+                instructions=chat_options.instructions,
             )
         return converted, chat_options, agent, session
 
