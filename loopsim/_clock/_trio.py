@@ -46,9 +46,17 @@ import trio
 import trio.lowlevel
 from trio._core import _run as _trio_run  # the scheduler's rng lives here (see module doc)
 
-from loopsim._errors import SimulationDeadlock
+from loopsim._errors import SimulationError
 
-from ._session import IO_GRACE, IO_WAIT, THREAD_WAIT, Session, describe_task, waits_on_thread
+from ._session import (
+    IO_GRACE,
+    IO_WAIT,
+    THREAD_WAIT,
+    Session,
+    describe_task,
+    park_abandoned,
+    waits_on_thread,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -84,7 +92,11 @@ class _TrioVirtualClock(trio.abc.Clock):
         self._phase = 0
         self._last_step: dict[trio.lowlevel.Task, int] = {}
         self._keys: dict[trio.lowlevel.Task, tuple[int, int]] = {}
+        #: Set by the last escalation step: raised from the run loop at its next batch.
+        self._abort: BaseException | None = None
         session.on_start = self._on_start
+        session.describe = self._describe_waiting
+        session.step = self._step
 
     # --- trio.abc.Clock -------------------------------------------------------------
 
@@ -110,6 +122,10 @@ class _TrioVirtualClock(trio.abc.Clock):
         # Phase 2: nothing became runnable since phase 1.
         self._primed = False
         if deadline != inf:
+            if deadline > self._session.horizon:
+                self._step(self._session.refuse_jump(deadline))
+                self._raise_abort()
+                return 0.0
             self._vclock._advance_to(deadline)
             return 0.0
         if io_pending:
@@ -125,6 +141,7 @@ class _TrioVirtualClock(trio.abc.Clock):
 
     def _on_start(self) -> None:
         self._root_task = trio.lowlevel.current_task()
+        self._session.call_in_loop = trio.lowlevel.current_trio_token().run_sync_soon
         self._watcher_wake = trio.Event()
         trio.lowlevel.spawn_system_task(self._watch, name="loopsim-deadlock-watcher")
 
@@ -155,15 +172,23 @@ class _TrioVirtualClock(trio.abc.Clock):
                 status = getattr(status, "_parent", None)
 
     def _deadlocked(self) -> None:
-        session = self._session
-        count = session.declare_deadlock(self._describe_waiting)
+        self._step(self._session.declare_deadlock(self._describe_waiting))
+        self._raise_abort()
+
+    def _step(self, count: int) -> None:
+        """Escalation step ``count`` of a failed run (see ``_session``); in the run loop."""
         if count <= 2 and self._watcher_wake is not None:
             # 1: cancel the root scope; 2: also drop shields (see _watch).
             self._watcher_wake.set()
-        else:
-            # Nothing unwinds: abort from the run loop. trio wraps the error in
-            # TrioInternalError (run_trio unwraps it) and abandons the stuck tasks.
-            raise session._declared()
+            return
+        # Nothing unwinds: abort from the run loop. trio wraps the error in
+        # TrioInternalError (run_trio unwraps it) and abandons the stuck tasks. Raised
+        # by the clock when it is asked (the run is idle), else at the next batch.
+        self._abort = self._session._declared()
+
+    def _raise_abort(self) -> None:
+        if self._abort is not None:
+            raise self._abort
 
     def _describe_waiting(self) -> list[str]:
         root = self._root_task
@@ -178,6 +203,8 @@ class _TrioVirtualClock(trio.abc.Clock):
 
     def order(self, batch: list[trio.lowlevel.Task]) -> None:
         """Sort a batch of runnable tasks; trio runs it from the end (``batch.pop()``)."""
+        if self._abort is not None:
+            raise self._abort
         keys = self._keys
         default = (self._phase, self._phase)
         batch.sort(key=lambda task: keys.pop(task, default))
@@ -283,9 +310,17 @@ def run_trio(session: Session[T]) -> T:
             backend_options={"clock": clock, "instruments": [_Scheduling(clock)]},
         )
     except trio.TrioInternalError as exc:
-        # The hard deadlock abort raised from inside the run loop (see _deadlocked).
-        if isinstance(exc.__cause__, SimulationDeadlock):
-            raise exc.__cause__ from None
-        raise
+        # The hard abort of a failed run, raised from inside the run loop (see _step).
+        if not isinstance(exc.__cause__, SimulationError):
+            raise
+        error = exc.__cause__
     finally:
         _uninstall_ordering()
+    # Outside the except block, so that nothing of the dead run stays reachable from the
+    # error (its traceback and context hold trio's run loop and every abandoned task).
+    error.__traceback__ = None
+    error.__context__ = None
+    if clock._root_task is not None:
+        park_abandoned([task.coro for task in _walk(clock._root_task)])
+    clock._root_task = None
+    raise error
