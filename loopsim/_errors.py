@@ -255,12 +255,12 @@ class UserCodeError(SimulationError):
         self.original = original
         self.origin = origin
         where = f" at {origin}" if origin else ""
-        text = str(original)
-        shown = f"{type(original).__name__}({text!r})" if text else type(original).__name__
+        shown = repr(original)
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
         super().__init__(
             f"user code raised {shown}{where}; loopsim stopped the run and reports it as a "
-            "failure (a BaseException from an evaluator, tool or chat function must not end "
-            "the process)",
+            "failure",
             virtual_time=virtual_time,
             seed=seed,
         )
