@@ -215,11 +215,10 @@ class SimulationLimitError(SimulationError):
         self.value = value
         self.waiting = tuple(waiting)
         self.setting = setting
-        lines = "\n".join(f"  - {w}" for w in self.waiting) or "  (no task could be inspected)"
+        lines = "".join(f"\n  - {w}" for w in self.waiting)
+        running = f" Still running:{lines}" if lines else ""
         hint = f"\n{setting}" if setting else ""
-        super().__init__(
-            f"{problem}. Still running:\n{lines}{hint}\n", virtual_time=virtual_time, seed=seed
-        )
+        super().__init__(f"{problem}.{running}{hint}\n", virtual_time=virtual_time, seed=seed)
 
 
 class VirtualTimeLimitError(SimulationLimitError):
@@ -259,8 +258,7 @@ class UserCodeError(SimulationError):
         if len(shown) > 200:
             shown = shown[:197] + "..."
         super().__init__(
-            f"user code raised {shown}{where}; loopsim stopped the run and reports it as a "
-            "failure",
+            f"user code raised {shown}{where}; loopsim stopped the run and reports it as a failure",
             virtual_time=virtual_time,
             seed=seed,
         )

@@ -16,12 +16,17 @@ next one ends the run).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-from ._errors import UserCodeError
+import anyio
 
-__all__ = ["is_real_interrupt", "origin_of", "user_code_failure"]
+from . import _trace
+from ._errors import UserCodeError, VirtualTimeLimitError
+
+__all__ = ["bound_evaluate", "is_real_interrupt", "origin_of", "user_code_failure"]
 
 # Modules whose frames are machinery, never "the user's code".
 _MACHINERY = (
@@ -119,3 +124,30 @@ def user_code_failure(
     error = UserCodeError(leaf, origin_of(leaf), virtual_time=virtual_time, seed=seed)
     error.__cause__ = leaf
     return error
+
+
+def bound_evaluate(evaluator: Any, limit: float, name: str) -> None:
+    """Make each ``evaluator.evaluate`` call end after ``limit`` virtual seconds.
+
+    The bound is set on the instance (its class, and so the name the transcript records,
+    stay as they are). A call that takes longer raises ``VirtualTimeLimitError`` naming
+    ``name`` (e.g. ``loop.evaluators[0] (my_pkg:Eval)``).
+    """
+    inner: Callable[[Any], Awaitable[Any]] = evaluator.evaluate
+
+    async def evaluate(context: Any) -> Any:
+        with anyio.move_on_after(limit):
+            return await inner(context)
+        trace = _trace.active()
+        raise VirtualTimeLimitError(
+            f"evaluator {name} did not return within {limit:g} virtual seconds "
+            "(limits.evaluator_call)",
+            limit="evaluator_call",
+            value=limit,
+            setting="Change it with `limits: {evaluator_call: ...}` in the scenario file "
+            "(null: no limit).",
+            virtual_time=None if trace is None else trace.time(),
+            seed=None if trace is None else trace.seed,
+        )
+
+    evaluator.evaluate = evaluate
