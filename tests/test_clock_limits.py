@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -456,3 +458,18 @@ def test_an_executor_job_of_a_frozen_simulation_sees_its_clock() -> None:
     clock = VirtualClock(real_time_limit=BOUND)
 
     assert clock.run(main) == clock.start + dt.timedelta(seconds=90)
+
+
+# --- docs/limits.md ------------------------------------------------------------------------
+
+LIMITS_DOC = Path(__file__).resolve().parent.parent / "docs" / "limits.md"
+
+
+@pytest.mark.parametrize(
+    "code",
+    re.findall(r"```python\n(.*?)```", LIMITS_DOC.read_text(encoding="utf-8"), flags=re.DOTALL),
+    ids=lambda code: code.splitlines()[-1].strip()[:40],
+)
+def test_the_examples_of_docs_limits_run(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(code, "docs/limits.md", "exec"), {"__name__": "limits_doc"})  # noqa: S102
+    capsys.readouterr()
