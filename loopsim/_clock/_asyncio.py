@@ -194,6 +194,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         session.on_start = self._on_start
         session.describe = self._describe_waiting
         session.step = self._step
+        session.cancel_pending = self._cancel_pending
 
     @property
     def _clock_resolution(self) -> float:
@@ -269,6 +270,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
 
     def _on_idle(self, timeout: float | None) -> _Ready:
         """The loop would block for ``timeout`` seconds (None: no timer at all)."""
+        self._session.idle_count += 1
         if self._ready:  # type: ignore[attr-defined]  # a thread-safe callback slipped in
             return []
         if self._threads_busy():
@@ -306,6 +308,10 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             # Nothing unwinds: abort the run from the loop itself, at its next select.
             self._idle_selector.abort = session._declared()
 
+    def _cancel_pending(self) -> bool:
+        # Task.cancelling() counts cancel requests not yet answered by uncancel() (3.11+).
+        return any(getattr(task, "cancelling", _never)() for task in asyncio.all_tasks(self))
+
     def _cancel_all_tasks(self) -> None:
         for task in asyncio.all_tasks(self):
             task.cancel()
@@ -318,6 +324,10 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             name = self._session.name if task is self._root_task else task.get_name()
             lines.append(describe_task(name, task.get_coro()))
         return lines
+
+
+def _never() -> int:
+    return 0
 
 
 def run_asyncio(session: Session[T]) -> T:

@@ -22,6 +22,12 @@ Limits (``docs/limits.md``) end a run through the same three steps, with their o
 * the **real-time watchdog** (:mod:`._watchdog`): an alarm handed to the loop from a
   thread fails the run with :class:`~loopsim._errors.RealTimeLimitError`.
 
+The same alarm looks for livelocks every :data:`LIVELOCK_CHECK` real seconds: when the
+run has not gone idle once and virtual time has not moved since the last look, while
+a task holds a cancellation it has not acted on, that task swallows its cancellation and
+waits again; the run is declared deadlocked (it would have been, had the task let the
+loop idle).
+
 Once a run has failed, every step also arms the alarm for :data:`UNWIND_GRACE` real
 seconds: a run that never goes idle while it unwinds (a task that swallows its
 cancellation and waits again keeps anyio re-delivering it, a busy loop) is escalated in
@@ -46,7 +52,7 @@ from loopsim._errors import (
     VirtualTimeLimitError,
 )
 
-from ._watchdog import Alarm
+from ._watchdog import Alarm, real_time
 
 T = TypeVar("T")
 
@@ -63,6 +69,9 @@ IO_GRACE = 0.01
 IO_WAIT = 0.1
 #: Real seconds a failed run may take to unwind before the next, harder step.
 UNWIND_GRACE = 0.5
+#: Real seconds between two looks for a livelock: a run that neither idled nor moved
+#: time for that long while a task has a pending cancellation is declared deadlocked.
+LIVELOCK_CHECK = 1.0
 
 _VIRTUAL_SETTING = (
     "Change it with virtual_time_limit= (VirtualClock, simulate) or `limits: {virtual_time: "
@@ -140,6 +149,12 @@ class Session(Generic[T]):
         #: The latest virtual time the clock may jump to in this run.
         self.horizon = min(budget, inf if wall_range is None else wall_range)
         self.alarm = Alarm(self._alarm_fired)
+        #: Backends count the times the run was found idle (a cheap sign of progress).
+        self.idle_count = 0
+        #: Backend hook: does some task sit on a cancellation it has not acted on?
+        self.cancel_pending: Callable[[], bool] = _no
+        self._real_deadline: float | None = None
+        self._progress: tuple[float, int] = (-1.0, -1)
 
     @property
     def deadlock(self) -> SimulationError | None:
@@ -208,24 +223,46 @@ class Session(Generic[T]):
             call(self._on_alarm)
 
     def _on_alarm(self) -> None:
-        # In the loop: the real-time limit, or a failed run that did not unwind in time.
+        # In the loop: a failed run that did not unwind in time, the real-time limit, or
+        # the periodic look for a livelock.
+        if self.failure is not None:
+            self.step(self.fail(self._real_time_error))  # fail() re-arms the alarm
+            return
+        now = real_time()
+        if self._real_deadline is not None and now >= self._real_deadline:
+            self.step(self.fail(self._real_time_error))
+            return
+        progress = (self.clock._elapsed, self.idle_count)
+        if progress == self._progress and self.cancel_pending():
+            # A whole check interval without one idle moment or one jump, while a task
+            # sits on a cancellation: it swallows it and waits again (anyio re-delivers
+            # the cancellation on every cycle, so the loop never idles).
+            self.step(self.declare_deadlock(self.describe))
+            return
+        self._progress = progress
+        self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        delay = LIVELOCK_CHECK
+        if self._real_deadline is not None:
+            delay = min(delay, max(self._real_deadline - now, 0.0))
+        self.alarm.set(delay)
+
+    def _real_time_error(self) -> SimulationError:
         limit = self.real_time_limit
         clock = self.clock
-        count = self.fail(
-            lambda: RealTimeLimitError(
-                f"real-time limit reached: the run took more than {limit:g} real seconds "
-                "(real_time_limit), without finishing; a task that never lets the loop idle "
-                "(a busy loop, or one that swallows its cancellation) or blocking code keeps "
-                "it going",
-                limit="real_time",
-                value=limit or 0.0,
-                waiting=sorted(self.describe()),
-                setting=_REAL_SETTING,
-                virtual_time=clock._elapsed,
-                seed=clock.seed,
-            )
+        return RealTimeLimitError(
+            f"real-time limit reached: the run took more than {limit:g} real seconds "
+            "(real_time_limit), without finishing; a task that never lets the loop idle "
+            "(a busy loop, or one that swallows its cancellation) or blocking code keeps "
+            "it going",
+            limit="real_time",
+            value=limit or 0.0,
+            waiting=sorted(self.describe()),
+            setting=_REAL_SETTING,
+            virtual_time=clock._elapsed,
+            seed=clock.seed,
         )
-        self.step(count)
 
     def cancel_root(self) -> None:
         """Cancel the user's code; called from inside the loop after a failure."""
@@ -237,8 +274,10 @@ class Session(Generic[T]):
         # RunVar-backed: the limiter of *this* loop, read later from outside any task.
         self.thread_limiter = anyio.to_thread.current_default_thread_limiter()
         self.on_start()
+        now = real_time()
         if self.real_time_limit is not None:
-            self.alarm.set(self.real_time_limit)
+            self._real_deadline = now + self.real_time_limit
+        self._arm(now)
         with anyio.CancelScope() as scope:
             self.root_scope = scope
             # Drop our references before running: a finished run must not stay reachable
@@ -287,6 +326,10 @@ def _nothing() -> None:
 
 def _ignore_step(_count: int) -> None:
     return None
+
+
+def _no() -> bool:
+    return False
 
 
 def callable_name(fn: object) -> str:

@@ -74,6 +74,7 @@ _IO_MONITORS = ("monitors", "completion_key_monitors")
 # trio's own run_sync_soon task always waits to read its wake-up socket.
 _TRIO_OWN_WAITERS = 1
 _FLAG = "_ALLOW_DETERMINISTIC_SCHEDULING"
+_WATCHER = "loopsim-deadlock-watcher"
 _RNG = "_r"
 
 
@@ -88,6 +89,7 @@ class _TrioVirtualClock(trio.abc.Clock):
         self.progress = False
         self._watcher_wake: trio.Event | None = None
         self._root_task: trio.lowlevel.Task | None = None
+        self._trio_root: trio.lowlevel.Task | None = None
         # Ordering state (see module doc).
         self._phase = 0
         self._last_step: dict[trio.lowlevel.Task, int] = {}
@@ -97,6 +99,7 @@ class _TrioVirtualClock(trio.abc.Clock):
         session.on_start = self._on_start
         session.describe = self._describe_waiting
         session.step = self._step
+        session.cancel_pending = self._cancel_pending
 
     # --- trio.abc.Clock -------------------------------------------------------------
 
@@ -121,6 +124,7 @@ class _TrioVirtualClock(trio.abc.Clock):
             return IO_GRACE if io_pending else 0.0
         # Phase 2: nothing became runnable since phase 1.
         self._primed = False
+        self._session.idle_count += 1
         if deadline != inf:
             if deadline > self._session.horizon:
                 self._step(self._session.refuse_jump(deadline))
@@ -141,9 +145,10 @@ class _TrioVirtualClock(trio.abc.Clock):
 
     def _on_start(self) -> None:
         self._root_task = trio.lowlevel.current_task()
+        self._trio_root = trio.lowlevel.current_root_task()
         self._session.call_in_loop = trio.lowlevel.current_trio_token().run_sync_soon
         self._watcher_wake = trio.Event()
-        trio.lowlevel.spawn_system_task(self._watch, name="loopsim-deadlock-watcher")
+        trio.lowlevel.spawn_system_task(self._watch, name=_WATCHER)
 
     async def _watch(self) -> None:
         # A system task: trio cancels it when the main task ends.
@@ -163,7 +168,7 @@ class _TrioVirtualClock(trio.abc.Clock):
         """
         if self._root_task is None:
             return
-        for task in _walk(self._root_task):
+        for task in self._tasks():
             status = getattr(task, "_cancel_status", None)
             while status is not None:
                 scope = getattr(status, "_scope", None)
@@ -190,13 +195,33 @@ class _TrioVirtualClock(trio.abc.Clock):
         if self._abort is not None:
             raise self._abort
 
-    def _describe_waiting(self) -> list[str]:
+    def _tasks(self) -> list[trio.lowlevel.Task]:
+        """The user's tasks: the main task's tree and the system tasks user code spawned
+        (background child runs are system tasks); not trio's own nor the watcher."""
         root = self._root_task
         if root is None:
             return []
+        tasks = list(_walk(root))
+        seen = {id(task) for task in tasks}
+        for task in _walk(self._trio_root) if self._trio_root is not None else ():
+            if id(task) in seen or task.name.startswith("<") or task.name == _WATCHER:
+                continue
+            seen.add(id(task))
+            tasks.append(task)
+        return tasks
+
+    def _cancel_pending(self) -> bool:
+        # trio has no public "is this task cancelled?"; read its cancel status, if present.
+        return any(
+            getattr(getattr(task, "_cancel_status", None), "effectively_cancelled", False)
+            for task in self._tasks()
+        )
+
+    def _describe_waiting(self) -> list[str]:
+        root = self._root_task
         return [
             describe_task(self._session.name if task is root else task.name, task.coro)
-            for task in _walk(root)
+            for task in self._tasks()
         ]
 
     # --- ordering -------------------------------------------------------------------
@@ -320,7 +345,6 @@ def run_trio(session: Session[T]) -> T:
     # error (its traceback and context hold trio's run loop and every abandoned task).
     error.__traceback__ = None
     error.__context__ = None
-    if clock._root_task is not None:
-        park_abandoned([task.coro for task in _walk(clock._root_task)])
-    clock._root_task = None
+    park_abandoned([task.coro for task in clock._tasks()])
+    clock._root_task = clock._trio_root = None
     raise error
