@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 
 import loopsim
 from loopsim import AgentSession, BackgroundAgentsProvider, SessionContext, Turn
-from loopsim._scenario import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario_text, run_scenario
 
 try:
     from _common import Row, median_time

@@ -31,12 +31,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_loop  # noqa: E402
+import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "profile")
+SECTIONS = ("loop", "time", "scale", "suites", "report", "profile")
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -173,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += bench_suites.run(
             files=100 if quick else 1000, examples=100 if quick else 500, log=log
         )
+    if "report" in args.sections:
+        print("report ...", flush=True)
+        rows += bench_report.run(n=100 if quick else 1000, log=log)
     if "profile" in args.sections:
         try:
             import profile_loop  # noqa: PLC0415

@@ -92,9 +92,9 @@ from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
+from ._scenario import ScenarioResult as ScenarioResult
 from ._scenario import load_scenario as load_scenario
-from ._scenario._runner import ScenarioResult as ScenarioResult
-from ._scenario._runner import run_scenario as run_scenario
+from ._scenario import run_scenario as run_scenario
 from ._transcript import Divergence as Divergence
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript

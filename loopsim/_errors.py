@@ -9,7 +9,7 @@ LoopsimError(Exception)
 │   ├── SimulationLimitError                       .limit, .value, what each task waits on
 │   │   ├── VirtualTimeLimitError                  virtual-time budget / wall-clock range
 │   │   └── RealTimeLimitError                     the real-time watchdog
-│   └── UserCodeError                              a BaseException from user code, .origin
+│   └── UserCodeAbortError                              a BaseException from user code, .origin
 ├── ReplayMismatchError(LoopsimError, AssertionError)  first divergent event, both sides
 ├── ReplayedModelError(LoopsimError, RuntimeError)  a recorded model failure, raised again
 └── TranscriptError(LoopsimError, ValueError)      unreadable / wrong version
@@ -37,7 +37,7 @@ __all__ = [
     "SimulationError",
     "SimulationLimitError",
     "TranscriptError",
-    "UserCodeError",
+    "UserCodeAbortError",
     "VirtualTimeLimitError",
 ]
 
@@ -230,7 +230,7 @@ class RealTimeLimitError(SimulationLimitError):
     a task that swallows cancellation, blocking code)."""
 
 
-class UserCodeError(SimulationError):
+class UserCodeAbortError(SimulationError):
     """User code (an evaluator, a tool, a chat function) raised a ``BaseException`` such as
     ``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` during a run.
 

@@ -32,6 +32,7 @@ from ._trace import Event
 
 __all__ = [
     "INVARIANTS",
+    "Violation",
     "check_approval_is_last",
     "check_background_evaluator",
     "check_evaluator_order",
@@ -91,13 +92,16 @@ def check_max_iterations(events: Sequence[Event], max_iterations: int | None) ->
     """1. No loop run starts more than ``max_iterations`` iterations."""
     if max_iterations is None:
         return []
-    problems = []
+    problems: list[str] = []
     for run in _loop_runs(events):
         count = sum(1 for e in run.events if e.kind == "loop_iteration_start")
         if count > max_iterations:
             problems.append(
-                f"invariant 1: loop {run.loop!r} ran {count} iterations, more than "
-                f"max_iterations={max_iterations}"
+                Violation(
+                    f"invariant 1: loop {run.loop!r} ran {count} iterations, more than "
+                    f"max_iterations={max_iterations}",
+                    run.stop,
+                )
             )
     return problems
 
@@ -110,13 +114,28 @@ def _input_of(request: Event) -> Message | None:
     return None
 
 
+class Violation(str):  # noqa: SLOT000 - str subtypes cannot have non-empty __slots__
+    """A violation message (a ``str``) that knows the event where it was seen, if any."""
+
+    event: Event | None
+
+    def __new__(cls, message: str, event: Event | None = None) -> Violation:  # noqa: PYI034 - Python 3.10 has no typing.Self
+        made = super().__new__(cls, message)
+        made.event = event
+        return made
+
+
 def _count(messages: Sequence[Any], wanted: Message) -> int:
+    """How often ``wanted`` is in ``messages``: by message id when it has one (the same
+    text sent twice is two messages), else by equality."""
+    if wanted.message_id is not None:
+        return sum(1 for m in messages if getattr(m, "message_id", None) == wanted.message_id)
     return sum(1 for m in messages if m == wanted)
 
 
 def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> list[str]:
     """2. The initial input is sent once (or once per iteration with fresh context)."""
-    problems = []
+    problems: list[str] = []
     for run in _loop_runs(events):
         iterations = run.iterations()
         first = [
@@ -129,6 +148,9 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
         initial = _input_of(first[0])
         if initial is None:
             continue
+        # Messages equal to the input that the history already held (only possible when
+        # the input has no id, so equality is all there is to compare).
+        before = 0 if initial.message_id else _count(first[0].data["messages"], initial) - 1
         for number, items in sorted(iterations.items()):
             requests = [
                 e for e in items if e.kind == "model_request" and e.data.get("agent") == run.loop
@@ -138,19 +160,31 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
             if fresh_context:
                 if _count(requests[0].data["messages"], initial) < 1:
                     problems.append(
-                        f"invariant 2: with fresh context, iteration {number} of loop "
-                        f"{run.loop!r} did not start with the caller's initial messages"
+                        Violation(
+                            f"invariant 2: with fresh context, iteration {number} of loop "
+                            f"{run.loop!r} did not start with the caller's initial messages",
+                            requests[0],
+                        )
                     )
                 continue
             for request in requests:
-                seen = _count(request.data["messages"], initial)
+                seen = _count(request.data["messages"], initial) - before
                 if seen != 1:
                     problems.append(
-                        f"invariant 2: iteration {number} of loop {run.loop!r} sent the "
-                        f"caller's initial message {seen} times (expected exactly once)"
+                        Violation(
+                            f"invariant 2: iteration {number} of loop {run.loop!r} sent the "
+                            f"caller's initial message {seen} times (expected exactly once)",
+                            request,
+                        )
                     )
                     break
     return problems
+
+
+def _first(run: _LoopRun, number: int) -> Event | None:
+    """The first event of iteration ``number`` of ``run`` (where to report it)."""
+    items = run.iterations().get(number)
+    return items[0] if items else run.stop
 
 
 def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None = None) -> list[str]:
@@ -160,7 +194,7 @@ def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None =
     from the indices seen in the run (the highest index asked, plus one), which cannot
     notice an evaluator that was never asked at all; the scenario runner passes it.
     """
-    problems = []
+    problems: list[str] = []
     for run in _loop_runs(events):
         iterations = run.iterations()
         last = max(iterations, default=0)
@@ -171,14 +205,20 @@ def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None =
             indices = [int(e.data["index"]) for e in decisions]
             if indices != list(range(len(indices))) or len(indices) > count:
                 problems.append(
-                    f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluators "
-                    f"in the order {indices} (the loop has {count})"
+                    Violation(
+                        f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluators "
+                        f"in the order {indices} (the loop has {count})",
+                        _first(run, number),
+                    )
                 )
             for position, decision in enumerate(decisions[:-1]):
                 if decision.data["decision"] == "continue":
                     problems.append(
-                        f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluator "
-                        f"{position + 1} after evaluator {position} continued"
+                        Violation(
+                            f"invariant 3: iteration {number} of loop {run.loop!r} asked evaluator "
+                            f"{position + 1} after evaluator {position} continued",
+                            _first(run, number),
+                        )
                     )
                     break
             all_stop = (
@@ -188,16 +228,22 @@ def check_evaluator_order(events: Sequence[Event], evaluator_count: int | None =
             )
             if all_stop and number != last:
                 problems.append(
-                    f"invariant 3: loop {run.loop!r} went on after every evaluator stopped in "
-                    f"iteration {number}"
+                    Violation(
+                        f"invariant 3: loop {run.loop!r} went on after every evaluator stopped in "
+                        f"iteration {number}",
+                        _first(run, number),
+                    )
                 )
         if run.stop is not None and run.stop.data.get("reason") == "evaluators_stopped":
             decisions = [e for e in iterations.get(last, ()) if e.kind == "evaluator_decision"]
             stopped = [int(d.data["index"]) for d in decisions if d.data["decision"] == "stop"]
             if stopped != list(range(count)) or len(decisions) != count:
                 problems.append(
-                    f"invariant 3: loop {run.loop!r} stopped as evaluators_stopped in iteration "
-                    f"{last}, but only evaluators {stopped} of {count} said stop"
+                    Violation(
+                        f"invariant 3: loop {run.loop!r} stopped as evaluators_stopped in "
+                        f"iteration {last}, but only evaluators {stopped} of {count} said stop",
+                        run.stop,
+                    )
                 )
     return problems
 
@@ -213,7 +259,7 @@ def _has_approval(event: Event) -> bool:
 
 def check_approval_is_last(events: Sequence[Event]) -> list[str]:
     """4. A pending approval request ends the loop run; no evaluator is asked after it."""
-    problems = []
+    problems: list[str] = []
     for run in _loop_runs(events):
         iterations = run.iterations()
         for number, items in sorted(iterations.items()):
@@ -228,13 +274,19 @@ def check_approval_is_last(events: Sequence[Event]) -> list[str]:
                 continue
             if any(e.kind == "evaluator_decision" for e in items[pending[0] :]):
                 problems.append(
-                    f"invariant 4: loop {run.loop!r} asked an evaluator after a pending "
-                    f"approval request in iteration {number}"
+                    Violation(
+                        f"invariant 4: loop {run.loop!r} asked an evaluator after a pending "
+                        f"approval request in iteration {number}",
+                        items[pending[0]],
+                    )
                 )
             if number != max(iterations):
                 problems.append(
-                    f"invariant 4: loop {run.loop!r} ran another iteration after a pending "
-                    f"approval request in iteration {number}"
+                    Violation(
+                        f"invariant 4: loop {run.loop!r} ran another iteration after a pending "
+                        f"approval request in iteration {number}",
+                        items[pending[0]],
+                    )
                 )
     return problems
 
@@ -257,7 +309,7 @@ def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str
     refresh (at the instant of the call) finalizes tasks that had already finished, and
     upstream then waits on the others only.
     """
-    problems = []
+    problems: list[str] = []
     started: dict[str, tuple[Event, dict[Any, str]]] = {}
     for event, status in _statuses(events):
         if event.kind == "task_status":
@@ -281,8 +333,11 @@ def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str
             waited = event.time - call.time
             if wait_timeout is not None and waited > wait_timeout + TOLERANCE:
                 problems.append(
-                    f"invariant 5: a wait returned after {waited:g}s, later than its "
-                    f"timeout of {wait_timeout:g}s"
+                    Violation(
+                        f"invariant 5: a wait returned after {waited:g}s, later than its "
+                        f"timeout of {wait_timeout:g}s",
+                        event,
+                    )
                 )
             if str(event.data.get("result") or "").startswith(TIMEOUT_PREFIX):
                 session = event.data.get("session")
@@ -290,8 +345,11 @@ def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str
                     now = status.get((session, task_id))
                     if before == "running" and now is not None and now != "running":
                         problems.append(
-                            f"invariant 5: a wait that timed out left task {task_id} {now} "
-                            "(it was running when the wait began and must stay running)"
+                            Violation(
+                                f"invariant 5: a wait that timed out left task {task_id} {now} "
+                                "(it was running when the wait began and must stay running)",
+                                event,
+                            )
                         )
     return problems
 
@@ -302,7 +360,7 @@ def _wait_ids(call: Event) -> tuple[Any, ...]:
 
 def check_background_evaluator(events: Sequence[Event]) -> list[str]:
     """6. The background-completion evaluator continues only while a task runs."""
-    problems = []
+    problems: list[str] = []
     for event, status in _statuses(events):
         if (
             event.kind == "evaluator_decision"
@@ -311,15 +369,18 @@ def check_background_evaluator(events: Sequence[Event]) -> list[str]:
             and "running" not in status.values()
         ):
             problems.append(
-                f"invariant 6: the background-completion evaluator continued iteration "
-                f"{event.data.get('iteration')} with no task running"
+                Violation(
+                    f"invariant 6: the background-completion evaluator continued iteration "
+                    f"{event.data.get('iteration')} with no task running",
+                    event,
+                )
             )
     return problems
 
 
 def check_restart(events: Sequence[Event]) -> list[str]:
     """7. Across a restart, running records become lost; finished ones stay finished."""
-    problems = []
+    problems: list[str] = []
     recorded: dict[tuple[Any, Any], str] = {}
     at_restart: dict[tuple[Any, Any], str] | None = None
     for event in events:
@@ -334,13 +395,19 @@ def check_restart(events: Sequence[Event]) -> list[str]:
             before = at_restart[key]
             if before == "running" and new in ("completed", "failed"):
                 problems.append(
-                    f"invariant 7: task {key[1]} was recorded running before the restart "
-                    f"but became {new} after it (expected lost)"
+                    Violation(
+                        f"invariant 7: task {key[1]} was recorded running before the restart "
+                        f"but became {new} after it (expected lost)",
+                        event,
+                    )
                 )
             if before in ("completed", "failed") and new == "lost":
                 problems.append(
-                    f"invariant 7: task {key[1]} was recorded {before} before the restart "
-                    "and was lost after it"
+                    Violation(
+                        f"invariant 7: task {key[1]} was recorded {before} before the restart "
+                        "and was lost after it",
+                        event,
+                    )
                 )
         recorded[key] = new
     return problems
@@ -348,37 +415,48 @@ def check_restart(events: Sequence[Event]) -> list[str]:
 
 def check_ids_and_time(events: Sequence[Event]) -> list[str]:
     """8. Event numbers, message ids and response ids are unique; time never goes back."""
-    problems = []
+    problems: list[str] = []
     last_time = float("-inf")
     last_seq = 0
     message_ids: set[str] = set()
     response_ids: set[str] = set()
     for event in events:
         if event.seq <= last_seq:
-            problems.append(f"invariant 8: event {event.seq} ({event.kind}) is out of order")
+            problems.append(
+                Violation(f"invariant 8: event {event.seq} ({event.kind}) is out of order", event)
+            )
         if event.time < last_time - TOLERANCE:
             problems.append(
-                f"invariant 8: time went back from {last_time:g}s to {event.time:g}s at event "
-                f"{event.seq} ({event.kind})"
+                Violation(
+                    f"invariant 8: time went back from {last_time:g}s to {event.time:g}s at event "
+                    f"{event.seq} ({event.kind})",
+                    event,
+                )
             )
         last_seq, last_time = event.seq, max(last_time, event.time)
         if event.kind == "clock_jump":
             start = event.data.get("from", event.data.get("start"))
             end = event.data.get("to", event.data.get("end"))
             if start is not None and end is not None and end < start:
-                problems.append(f"invariant 8: the clock jumped back from {start} to {end}")
+                problems.append(
+                    Violation(f"invariant 8: the clock jumped back from {start} to {end}", event)
+                )
         if event.kind == "model_response":
             response_id = event.data.get("response_id")
             if response_id is not None:
                 if response_id in response_ids:
-                    problems.append(f"invariant 8: response id {response_id} was used twice")
+                    problems.append(
+                        Violation(f"invariant 8: response id {response_id} was used twice", event)
+                    )
                 response_ids.add(str(response_id))
             for message in event.data.get("messages") or ():
                 message_id = getattr(message, "message_id", None)
                 if message_id is None:
                     continue
                 if message_id in message_ids:
-                    problems.append(f"invariant 8: message id {message_id} was used twice")
+                    problems.append(
+                        Violation(f"invariant 8: message id {message_id} was used twice", event)
+                    )
                 message_ids.add(message_id)
     return problems
 

@@ -5,7 +5,7 @@ scenario run, ``loopsim run``, ``check-evaluator``), a ``SystemExit``, a
 ``KeyboardInterrupt`` or a stray ``CancelledError`` raised by that code must become a
 reported failure, not the end of the process, an empty summary or a pytest traceback of
 the event loop's internals. :func:`user_code_failure` turns such an exception into a
-:class:`~loopsim._errors.UserCodeError` naming the frame that raised it.
+:class:`~loopsim._errors.UserCodeAbortError` naming the frame that raised it.
 
 A real Ctrl-C also arrives as ``KeyboardInterrupt``; it is told apart by where it was
 raised: the signal lands in the event loop's own code (asyncio's runner, the selector,
@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from . import _trace
-from ._errors import UserCodeError, VirtualTimeLimitError
+from ._errors import UserCodeAbortError, VirtualTimeLimitError
 
 __all__ = ["bound_evaluate", "is_real_interrupt", "origin_of", "user_code_failure"]
 
@@ -109,7 +109,7 @@ def user_code_failure(
 ) -> Exception:
     """``exc`` as an ordinary exception to report: ``Exception``s as they are, anything
     else (``SystemExit``, ``KeyboardInterrupt``, ``CancelledError``, a group holding one)
-    as a :class:`UserCodeError` chained to it.
+    as a :class:`UserCodeAbortError` chained to it.
 
     Raises:
         KeyboardInterrupt: ``exc`` is a real Ctrl-C (see the module doc): re-raised.
@@ -121,7 +121,7 @@ def user_code_failure(
         return exc if isinstance(exc, Exception) else leaf
     if is_real_interrupt(leaf):
         raise exc
-    error = UserCodeError(leaf, origin_of(leaf), virtual_time=virtual_time, seed=seed)
+    error = UserCodeAbortError(leaf, origin_of(leaf), virtual_time=virtual_time, seed=seed)
     error.__cause__ = leaf
     return error
 

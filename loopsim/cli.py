@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._clients import ReplayChatClient
 from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
 from ._files import write_atomic
+from ._report._cli import add_report_parser
 from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
@@ -241,6 +242,13 @@ def _add_run(sub: Any) -> None:
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")
+    parser.add_argument(
+        "--engine",
+        choices=("loopsim", "agent_framework", "both"),
+        default=None,
+        help="run on this engine instead of each file's own; `both` runs each scenario on "
+        "both engines and reports the first divergence (same as --loopsim-engine)",
+    )
     parser.set_defaults(command=cmd_run)
 
 
@@ -300,6 +308,20 @@ def _hours(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def _engine_option(arguments: Sequence[str]) -> list[str]:
+    """``--engine X`` (our spelling) → ``--loopsim-engine=X`` (the plugin's option)."""
+    out: list[str] = []
+    items = iter(arguments)
+    for item in items:
+        if item == "--engine":
+            out.append(f"--loopsim-engine={next(items, '')}")
+        elif item.startswith("--engine="):
+            out.append(f"--loopsim-engine={item.removeprefix('--engine=')}")
+        else:
+            out.append(item)
+    return out
+
+
 def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     """Run pytest on the paths with the plugin; map pytest's exit code to ours."""
     import pytest  # noqa: PLC0415 - only `run` needs pytest
@@ -311,7 +333,7 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     # loopsim is imported already (this is it), so pytest cannot assertion-rewrite the
     # plugin module; that warning is expected here and must not become an error.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    code = int(pytest.main([*quiet, *args.paths, *extra], plugins=plugins))
+    code = int(pytest.main([*quiet, *args.paths, *_engine_option(extra)], plugins=plugins))
     print(summary.line())  # noqa: T201 - CLI output
     if code == int(pytest.ExitCode.OK):
         return EXIT_OK
@@ -332,9 +354,7 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     scenario_file = getattr(args, "scenario", None)
     if scenario_file is None:
         return replay(args)
-    from ._scenario import load_scenario  # noqa: PLC0415 - keep startup light
-    from ._scenario._runner import run_scenario  # noqa: PLC0415
-    from ._scenario._schema import BACKENDS  # noqa: PLC0415
+    from ._scenario import BACKENDS, load_scenario, run_scenario  # noqa: PLC0415 - keep startup light
 
     try:
         loaded = load_scenario(scenario_file)
@@ -389,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
         command=functools.partial(cmd_replay, replay=transcript_replay)
     )
     add_check_evaluator_parser(sub)
+    add_report_parser(sub)
     return parser
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,10 +36,12 @@ import pytest
 
 if TYPE_CHECKING:
     from ._clock import VirtualClock
-    from ._scenario._runner import ScenarioResult
+    from ._scenario import ScenarioResult
 
 __all__ = [
     "BACKEND_OPTION",
+    "ENGINE_OPTION",
+    "REPORT_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
@@ -51,9 +54,11 @@ __all__ = [
 
 SEED_OPTION = "--loopsim-seed"
 BACKEND_OPTION = "--loopsim-backend"
+ENGINE_OPTION = "--loopsim-engine"
 TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
+REPORT_OPTION = "--loopsim-report"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
@@ -76,6 +81,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run every scenario on this backend instead of its own",
     )
     group.addoption(
+        ENGINE_OPTION,
+        choices=("loopsim", "agent_framework", "both"),
+        default=None,
+        help="run every scenario on this engine instead of its own; `both` runs each "
+        "scenario on both engines, checks each, and reports the first divergence",
+    )
+    group.addoption(
         TRANSCRIPTS_OPTION,
         default=None,
         metavar="DIR",
@@ -96,14 +108,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "snapshot}` (__snapshots__/<scenario>.transcript.txt) instead of comparing",
     )
 
+    group.addoption(
+        REPORT_OPTION,
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of every scenario run (suite table, "
+        "timelines, evaluator decisions, model calls, failures) to FILE",
+    )
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption(REPORT_OPTION, None) and not hasattr(config, "workerinput"):
+        from ._report._pytest import ReportCollector  # noqa: PLC0415 - only when asked
+
+        config.pluginmanager.register(
+            ReportCollector(config.getoption(REPORT_OPTION)), "loopsim-report"
+        )
     config.addinivalue_line(
         "markers",
         "loopsim(backend='asyncio', seed=0, wall_clock=True): run this async test on "
         "loopsim's virtual clock (backend may be 'asyncio', 'trio' or a sequence of both; "
         "wall_clock=False leaves datetime.now()/time.time() real)",
     )
+    _block_looptime_without_pytest_asyncio(config)
+
+
+def _block_looptime_without_pytest_asyncio(config: pytest.Config) -> None:
+    # looptime's pytest plugin (installed with the bench extra) fails every fixture setup
+    # when pytest-asyncio is absent (looptime 0.9 reads that plugin's module unguarded);
+    # it has nothing to patch then, so loopsim's runs leave it out.
+    manager = config.pluginmanager
+    if manager.getplugin("asyncio") is None and manager.has_plugin("looptime_plugin"):
+        manager.set_blocked("looptime_plugin")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -132,6 +168,21 @@ class ScenarioFailedError(AssertionError):
         super().__init__(f"scenario {result.name!r} failed")
 
 
+class ScenarioStepWarning(UserWarning):
+    """A scenario step changed nothing (``strict: true`` in the file makes it a failure)."""
+
+
+def _warn_unchanged_steps(result: ScenarioResult) -> None:
+    """Report each step of ``result`` that changed nothing as a pytest warning."""
+    for warning in result.warnings:
+        warnings.warn_explicit(
+            ScenarioStepWarning(warning.render(None)),
+            ScenarioStepWarning,
+            filename=str(result.path or result.name),
+            lineno=warning.line or 0,
+        )
+
+
 class ScenarioItem(pytest.Item):
     """One scenario file run as a test."""
 
@@ -141,12 +192,11 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
-        from ._scenario import load_scenario  # noqa: PLC0415
-        from ._scenario._runner import run_scenario  # noqa: PLC0415
+        from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
 
         config = self.config
         try:
-            loaded = load_scenario(self.path)
+            loaded = load_scenario(self.path, rootdir=self.config.rootpath)
         except ScenarioError:
             self.user_properties.append(("loopsim_invalid", True))
             raise
@@ -154,10 +204,11 @@ class ScenarioItem(pytest.Item):
             "seed": config.getoption(SEED_OPTION),
             "backend": config.getoption(BACKEND_OPTION),
             "update_snapshots": bool(config.getoption(UPDATE_SNAPSHOTS_OPTION)),
+            "engine": config.getoption(ENGINE_OPTION),
         }
         written: Path | None = None
         if loaded.scenario.vary:
-            from ._scenario._vary import run_vary, write_reproducer  # noqa: PLC0415
+            from ._scenario import run_vary, write_reproducer  # noqa: PLC0415
 
             if options["seed"] is not None:
                 options["seeded"] = True  # --loopsim-seed also seeds hypothesis
@@ -174,6 +225,12 @@ class ScenarioItem(pytest.Item):
         else:
             result = run_scenario(loaded, **options)
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
+        if config.getoption(REPORT_OPTION, None):
+            from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
+
+            entry = entry_from_result(result, description=loaded.scenario.description or "")
+            self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
+        _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = result.write_transcript(Path(folder))
@@ -181,6 +238,7 @@ class ScenarioItem(pytest.Item):
             if written is None:
                 written = result.write_transcript(config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
             raise ScenarioFailedError(result, written)
+        _report_engines(result)
 
     def repr_failure(
         self,
@@ -243,3 +301,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 kwargs["loopsim_clock"] = clock
         clock.run(functools.partial(function, **kwargs), backend=one)
     return True
+
+
+def _report_engines(result: ScenarioResult) -> None:
+    """``--loopsim-engine both``: a comparison that could not be made, or a divergence the
+    file declares as known, is reported as such (skip / xfail with the reason), never as a
+    plain pass."""
+    if result.not_compared is not None:
+        pytest.skip(f"engines not compared: {result.not_compared} (the other engine passed)")
+    if result.divergence is not None:
+        pytest.xfail(result.divergence)

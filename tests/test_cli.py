@@ -149,8 +149,7 @@ def test_show_unreadable_file_exits_2(tmp_path: Path) -> None:
 
 
 def _record(scenario: Path, folder: Path) -> Path:
-    from loopsim._scenario import load_scenario
-    from loopsim._scenario._runner import run_scenario
+    from loopsim._scenario import load_scenario, run_scenario
 
     result = run_scenario(load_scenario(scenario), backend="trio")
     written = result.write_transcript(folder)
@@ -216,8 +215,7 @@ def test_replay_needs_a_valid_scenario(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_docs_show_the_starter_and_it_runs() -> None:
     # Examples in docs are tests: the full example in docs/scenarios.md is the starter.
-    from loopsim._scenario import load_scenario_text
-    from loopsim._scenario._runner import run_scenario
+    from loopsim._scenario import load_scenario_text, run_scenario
     from loopsim.cli import STARTER
 
     starter = STARTER.format(schema="loopsim.schema.json", name="haiku", file="haiku.loopsim.yaml")

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 import loopsim
 from loopsim import AgentResponse, AgentSession, BackgroundAgentsProvider, Message, SessionContext
 from loopsim._background._ties import TIE_BREAKER
-from loopsim._scenario import load_scenario_text
-from loopsim._scenario._runner import run_scenario
+from loopsim._scenario import load_scenario_text, run_scenario
 from loopsim._trace import Trace
 
 TIE = """\
@@ -36,7 +35,7 @@ steps:
   - run: go
 expect:
   elapsed: 7
-  tasks: {{}}
+  task_counts: {{running: 0}}
 """
 
 

@@ -98,3 +98,20 @@ def test_the_main_job_needs_no_test_extra() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+AF_DOCS = (ROOT / "docs" / "agent_framework.md").read_text(encoding="utf-8")
+EVALUATORS = (ROOT / "docs" / "evaluators.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "code",
+    blocks("python", AF_DOCS) + [b for b in blocks("python", EVALUATORS) if "my_project" not in b],
+    ids=lambda c: c.strip().splitlines()[-1][:40] or "block",
+)
+def test_agent_framework_and_evaluator_docs_examples_run(
+    code: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "examples"))
+    exec(compile(code, "docs", "exec"), {"__name__": "docs"})  # noqa: S102 - our own docs
+    capsys.readouterr()

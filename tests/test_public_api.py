@@ -91,3 +91,48 @@ def test_public_test_named_classes_are_not_collected() -> None:
     for name in loopsim.__all__:
         if name.startswith("Test"):
             assert getattr(getattr(loopsim, name), "__test__", True) is False, name
+
+
+# -- loopsim.agent_framework: the optional engine's facade, held to the same rules -----------
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff's RUF022 order: CONSTANTS, then Classes, then functions
+    if name.isupper():
+        return (0, name)
+    return (1 if name[0].isupper() else 2, name)
+
+
+def test_agent_framework_facade_is_sorted_complete_and_private_free() -> None:
+    import loopsim.agent_framework as facade
+
+    names = {
+        name
+        for name, value in vars(facade).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    } - {"annotations"}
+    assert facade.__all__ == sorted(facade.__all__, key=_isort_key)
+    assert set(facade.__all__) == names
+    for name in facade.__all__:
+        value = getattr(facade, name)
+        assert value is not None, name
+        module = getattr(value, "__module__", "loopsim")
+        assert module.startswith("loopsim"), (name, module)
+    for required in ("WORDING", "as_agent", "as_chat_client", "from_chat_client"):
+        assert required in facade.__all__
+
+
+def test_agent_framework_wording_is_loopsims_table() -> None:
+    import loopsim._wording
+    import loopsim.agent_framework as facade
+
+    assert facade.WORDING is loopsim._wording.WORDING
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in facade.WORDING.items())
+
+
+def test_agent_framework_errors_subclass_the_right_builtins() -> None:
+    from loopsim.agent_framework import ConversionError, EngineBackendError
+
+    for error in (ConversionError, EngineBackendError):
+        assert issubclass(error, LoopsimError)
+        assert issubclass(error, ValueError)

@@ -42,11 +42,12 @@ def test_text_can_clip_long_texts() -> None:
 
 def test_mermaid_has_every_participant_and_escapes_text() -> None:
     diagram = loopsim.render_mermaid(TRANSCRIPT)
-    assert diagram.splitlines()[:7] == [
+    assert diagram.splitlines()[:8] == [
         "sequenceDiagram",
         "    actor caller",
         "    participant L1 as loop parent",
         "    participant A1 as parent",
+        "    participant P1 as background_agents",
         "    participant A2 as web",
         "    participant A3 as notes",
         "    participant E1 as CompletionMarkerLoopEvaluator",
@@ -67,7 +68,8 @@ def test_mermaid_has_every_participant_and_escapes_text() -> None:
         loopsim.TranscriptEvent(seq=2, time=1, kind="process_restart", data={}),
     ]
     text = loopsim.render_mermaid(loopsim.Transcript(events=events))
-    assert 'Note over A1: t=0 "x#59; y #35;1 #lt;b#gt;\\nz"' in text
+    assert 'A1-->>caller: t=0 "x#59; y #35;1 #lt;b#gt; z"' in text
+    assert "\\n" not in text
     assert "Note over caller,A1: t=1 process restart" in text
 
 
@@ -97,11 +99,11 @@ def test_timeline_marks_unfinished_and_failed_tasks() -> None:
             status(4, 10, 3, "running"),
         ]
     )
-    assert loopsim.render_timeline(transcript).splitlines()[4:] == [
+    assert loopsim.render_timeline(transcript).splitlines()[5:] == [
         "    section child",
-        "    task 1 running - d x : active, 0, 10",
-        "    task 2 failed - d x : crit, 1.5, 2.25",
-        "    task 3 running - d x : active, 10, 10",
+        "    task 1 running - d x : active, running_t1_1, 0, 10000",
+        "    task 2 failed - d x : crit, failed_t2_1, 1500, 2250",
+        "    task 3 running - d x : milestone, active, running_t3_1, 10000, 10000",
     ]
 
 
@@ -125,6 +127,6 @@ def test_a_failed_model_call_is_drawn() -> None:
         'model_error           flaky  session-0002  ConnectionError: "model overloaded"'
         in loopsim.render_text(transcript)
     )
-    assert 'Note over A1: t=4 ConnectionError "model overloaded"' in loopsim.render_mermaid(
+    assert "Note over A1: t=4 ConnectionError: model overloaded" in loopsim.render_mermaid(
         transcript
     )

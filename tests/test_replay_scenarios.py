@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import loopsim
-from loopsim._scenario._schema import BACKENDS, Backend
+from loopsim._scenario import BACKENDS, Backend
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.loopsim.yaml"))
 

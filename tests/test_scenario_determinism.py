@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loopsim._scenario import load_scenario
-from loopsim._scenario._runner import run_scenario
-from loopsim._scenario._schema import BACKENDS, Backend
+from loopsim._scenario import BACKENDS, Backend, load_scenario, run_scenario
 from loopsim._transcript import Transcript
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.loopsim.yaml"))

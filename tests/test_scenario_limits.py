@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from loopsim import ScenarioError
-from loopsim._errors import RealTimeLimitError, UserCodeError, VirtualTimeLimitError
-from loopsim._scenario import load_scenario, load_scenario_text
-from loopsim._scenario._runner import ScenarioResult, run_scenario
+from loopsim._errors import RealTimeLimitError, UserCodeAbortError, VirtualTimeLimitError
+from loopsim._scenario import ScenarioResult, load_scenario, load_scenario_text, run_scenario
 
 BACKENDS = ["asyncio", "trio"]
 _REAL = (time.perf_counter,)
@@ -195,7 +194,7 @@ def test_a_base_exception_from_an_evaluator_fails_the_scenario(
     result, _ = run(scenario(evaluator, limits="limits: {real_time: 10}\n"), backend)
 
     assert not result.passed
-    assert isinstance(result.error, UserCodeError)
+    assert isinstance(result.error, UserCodeAbortError)
     assert result.error.origin == f"{MODULE}.py:{line} in {evaluator}.evaluate"
     report = result.report()
     assert f"user code raised {shown} at {MODULE}.py:{line} in {evaluator}.evaluate" in report

@@ -7,9 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loopsim._scenario import load_scenario, load_scenario_text
-from loopsim._scenario._runner import run_scenario
-from loopsim._scenario._vary import parse_path, run_vary, write_reproducer
+from loopsim._scenario import (
+    load_scenario,
+    load_scenario_text,
+    run_scenario,
+    run_vary,
+    write_reproducer,
+)
+from loopsim._scenario._vary_paths import parse_path
 
 ROOT = Path(__file__).parent.parent
 VARY_SCENARIOS = sorted((ROOT / "scenarios").glob("vary_*.loopsim.yaml"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -41,7 +41,24 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: upstream's ``DEFAULT_MAX_ITERATIONS`` of its function invocation configuration
 DEFAULT_MAX_TOOL_ROUNDS = 40
+
+
+def _max_iterations(config: Mapping[str, Any]) -> int:
+    """``max_iterations`` of an upstream-style function invocation configuration."""
+    unknown = sorted(set(config) - {"max_iterations"})
+    if unknown:
+        msg = (
+            f"function_invocation_configuration: loopsim supports max_iterations only, "
+            f"got {', '.join(map(repr, unknown))}"
+        )
+        raise ValueError(msg)
+    value = config.get("max_iterations", DEFAULT_MAX_TOOL_ROUNDS)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"function_invocation_configuration: max_iterations must be >= 1, got {value!r}"
+        raise ValueError(msg)
+    return value
 
 
 @dataclass(slots=True)
@@ -157,6 +174,12 @@ class Agent(BaseAgent):
     run (or reject) it. A tool that raises, or is unknown, becomes an error result the
     model sees.
 
+    The tool loop is capped as upstream caps it: at most
+    ``function_invocation_configuration["max_iterations"]`` model turns with tools offered
+    in one run (default 40, upstream's ``DEFAULT_MAX_ITERATIONS``), then one last request
+    offers no tools; reaching the cap emits a ``tool_round_limit`` event.
+    ``max_tool_rounds`` is the same setting under loopsim's older name.
+
     Example:
         >>> import loopsim
         >>> @loopsim.tool
@@ -187,11 +210,14 @@ class Agent(BaseAgent):
         id: str | None = None,
         history_store: HistoryStoreKind = "in_memory",
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        function_invocation_configuration: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(name=name, id=id, description=description, history_store=history_store)
         if client is None or not hasattr(client, "get_response"):
             msg = f"client must be a chat client (with get_response), got {type(client).__name__}"
             raise TypeError(msg)
+        if function_invocation_configuration is not None:
+            max_tool_rounds = _max_iterations(function_invocation_configuration)
         if max_tool_rounds < 1:
             msg = f"max_tool_rounds must be >= 1, got {max_tool_rounds}"
             raise ValueError(msg)
@@ -592,6 +618,12 @@ class _RunState:
 
     def without_tools(self) -> ChatOptions:
         """This run's options with no tools offered (for the request past the limit)."""
+        _trace.emit(
+            "tool_round_limit",
+            agent=self.agent._label,
+            session=self.session.session_id,
+            max_iterations=self.agent.max_tool_rounds,
+        )
         self.chat_options = replace(self.chat_options, tools=[])
         return self.chat_options
 

@@ -1,12 +1,38 @@
-"""Scenario files: schema, loader (file:line errors), builder, runner and expectations."""
+"""Scenario files, processed as a one-way pipeline.
 
-from ._loader import LoadedScenario, load_scenario, load_scenario_text
-from ._schema import SCHEMA_VERSION, Scenario
+schema (``_schema``) → load (``_source``, ``_yaml``, ``_validation``, ``_references``,
+``_vary_paths``, ``_loader``) → build (``_policies``, ``_build``) → run (``_run``) →
+check (``_check``) → result (``_result``); ``vary:`` property runs (``_vary``) drive the
+whole pipeline once per draw. No stage imports a later one, deferred imports included
+(``tests/test_scenario_layers.py`` keeps it so).
+"""
+
+from ._build import ModelOverride, ScriptedFailure
+from ._check import Failure
+from ._loader import load_scenario, load_scenario_text
+from ._result import EngineChoice, ScenarioResult, run_scenario
+from ._schema import BACKENDS, ENGINES, SCHEMA_VERSION, Backend, Engine, Scenario
+from ._source import LoadedScenario
+from ._vary import DEFAULT_REPRODUCERS, VaryRun, run_vary, write_reproducer
 
 __all__ = [
+    "BACKENDS",
+    "DEFAULT_REPRODUCERS",
+    "ENGINES",
     "SCHEMA_VERSION",
+    "Backend",
+    "Engine",
+    "EngineChoice",
+    "Failure",
     "LoadedScenario",
+    "ModelOverride",
     "Scenario",
+    "ScenarioResult",
+    "ScriptedFailure",
+    "VaryRun",
     "load_scenario",
     "load_scenario_text",
+    "run_scenario",
+    "run_vary",
+    "write_reproducer",
 ]

@@ -26,34 +26,25 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import os
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from .._errors import ScenarioError
 from .._files import write_atomic
-from ._loader import (
-    LoadedScenario,
-    Located,
-    _check_references,
-    _from_validation,
-    format_location,
-)
-from ._runner import Failure, ScenarioResult, run_scenario
+from ._check import Failure
+from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
+from ._source import LoadedScenario
+from ._vary_paths import apply_draw, concrete, parse_path
 
 __all__ = [
     "DEFAULT_REPRODUCERS",
-    "apply_draw",
-    "check_vary",
-    "parse_path",
+    "VaryRun",
     "run_vary",
     "strategy",
     "write_reproducer",
@@ -61,162 +52,6 @@ __all__ = [
 
 #: Where failing draws are written, relative to the rootdir (``--loopsim-reproducers``).
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
-#: Top-level keys a ``vary:`` path may not point into.
-FIXED_KEYS = ("version", "vary", "vary_settings", "always", "expect", "ties")
-_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
-_INDEX = re.compile(r"\[(\d+)\]")
-
-Part = str | int
-
-
-def parse_path(text: str) -> tuple[Part, ...] | None:
-    """``agents.w.script[2].delay`` → ``("agents", "w", "script", 2, "delay")`` (None: bad)."""
-    parts: list[Part] = []
-    for segment in text.split("."):
-        match = _SEGMENT.fullmatch(segment.strip())
-        if match is None:
-            return None
-        parts.append(match.group(1))
-        parts.extend(int(i) for i in _INDEX.findall(match.group(2)))
-    return tuple(parts)
-
-
-def _key(node: Mapping[Any, Any], part: Part) -> Any:
-    """The key of ``node`` that ``part`` names (YAML keys may be whole numbers)."""
-    if part in node:
-        return part
-    if isinstance(part, str) and part.isdigit() and int(part) in node:
-        return int(part)
-    return part
-
-
-def apply_draw(document: Any, parts: Sequence[Part], value: Any) -> None:
-    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time)."""
-    node = document
-    for part in parts[:-1]:
-        node = node[_key(node, part) if isinstance(node, dict) else part]
-    last = parts[-1]
-    if isinstance(node, dict):
-        node[_key(node, last)] = value
-    else:
-        node[last] = value
-
-
-def _walk(
-    document: Any, parts: Sequence[Part], text: str, loc: tuple[Part, ...], where: Located
-) -> None:
-    """Raise a located error unless ``parts`` leads to a place in ``document``."""
-    if parts[0] in FIXED_KEYS:
-        raise where.error(
-            loc,
-            f"cannot vary {describe(parts[0])}: `vary:` draws values of the scenario itself",
-            expected="a path into agents, parent, loop, steps, seed, backend or streaming",
-        )
-    node = document
-    walked = ""
-    for position, part in enumerate(parts):
-        last = position == len(parts) - 1
-        shown = walked or "the document"
-        if isinstance(part, int):
-            if not isinstance(node, list):
-                raise where.error(
-                    loc,
-                    f"unknown path {text}: {shown} is {describe(node)}, not a list, so [{part}] "
-                    "does not exist",
-                    expected="[index] only after a list",
-                )
-            if part >= len(node):
-                raise where.error(
-                    loc,
-                    f"unknown path {text}: {shown} has {len(node)} item(s), so [{part}] does "
-                    "not exist",
-                    expected=f"an index below {len(node)}",
-                )
-            node = node[part]
-            walked += f"[{part}]"
-            continue
-        if not isinstance(node, dict):
-            more = ""
-            if isinstance(node, str):
-                more = (
-                    f" (write the short form {describe(node)} out as a mapping to vary inside it)"
-                )
-            raise where.error(
-                loc,
-                f"unknown path {text}: {shown} is {describe(node)}, not a mapping{more}",
-                expected="a path through mappings and lists of the document",
-            )
-        key = _key(node, part)
-        if key not in node:
-            if last:
-                return  # a key the file leaves at its default: the schema check decides
-            keys = [str(k) for k in node]
-            hint = difflib.get_close_matches(str(part), keys, n=1)
-            guess = f"; did you mean {describe(hint[0])}?" if hint else ""
-            raise where.error(
-                loc,
-                f"unknown path {text}: {shown} has no key {describe(part)}{guess} "
-                f"(keys there: {', '.join(keys) or 'none'})",
-                expected="a path through keys the document has",
-            )
-        node = node[key]
-        walked += ("." if walked else "") + str(part)
-
-
-def _samples(spec: VarySpec) -> list[Any]:
-    """Values that stand for everything ``spec`` can draw: the ends and every choice."""
-    if spec.between is not None:
-        return list(dict.fromkeys(spec.between))
-    if spec.one_of is not None:
-        return list(spec.one_of)
-    assert spec.list_of is not None  # noqa: S101 - one of three kinds
-    items = _samples(spec.list_of)
-    out: list[Any] = [] if spec.min_size else [[]]
-    out.extend([item] * max(spec.min_size, 1) for item in items)
-    out.append([items[0]] * spec.largest)
-    return out
-
-
-def concrete(loaded: LoadedScenario, document: Any) -> LoadedScenario:
-    """Validate a drawn ``document`` like a loaded file (the ``vary:`` checks excepted)."""
-    try:
-        scenario = Scenario.model_validate(document)
-    except ValidationError as exc:
-        raise _from_validation(exc, loaded.where, document) from None
-    _check_references(scenario, loaded.where)
-    return LoadedScenario(scenario, loaded.where, loaded.source, document)
-
-
-def check_vary(scenario: Scenario, where: Located, document: Any) -> None:
-    """Check every ``vary:`` path and that each choice and range end gives a valid file."""
-    base = LoadedScenario(scenario, where, "", document)
-    for text, spec in scenario.vary.items():
-        loc: tuple[Part, ...] = ("vary", text)
-        parts = parse_path(text)
-        if parts is None:
-            raise where.error(
-                loc,
-                f"bad path {describe(text)}",
-                expected="dotted keys, [n] for list items, e.g. agents.worker.policy.echo.delay",
-            )
-        _walk(document, parts, text, loc, where)
-        for value in _samples(spec):
-            drawn = copy.deepcopy(document)
-            apply_draw(drawn, parts, copy.deepcopy(value))
-            try:
-                concrete(base, drawn)
-            except ScenarioError as exc:
-                if exc.location == format_location(parts) and "unknown key" in exc.problem:
-                    raise where.error(
-                        loc, f"unknown path {text}: {exc.problem}", expected=exc.expected
-                    ) from None
-                inner = f"{exc.location}: " if exc.location else ""
-                raise where.error(
-                    loc,
-                    f"the draw {text} = {describe(value)} gives an invalid scenario: "
-                    f"{inner}{exc.problem}",
-                    expected=exc.expected,
-                ) from None
 
 
 # -- hypothesis ---------------------------------------------------------------------------------
@@ -294,6 +129,7 @@ def run_vary(
     backend: Backend | None = None,
     update_snapshots: bool = False,
     seeded: bool | None = None,
+    engine: EngineChoice | None = None,
 ) -> VaryRun:
     """Run the file as written, then hypothesis draws of its ``vary:`` block.
 
@@ -304,7 +140,9 @@ def run_vary(
     from hypothesis import seed as hypothesis_seed  # noqa: PLC0415 - only vary runs need hypothesis
     from hypothesis import strategies as st  # noqa: PLC0415 - only vary runs need hypothesis
 
-    base = run_scenario(loaded, seed=seed, backend=backend, update_snapshots=update_snapshots)
+    base = run_scenario(
+        loaded, seed=seed, backend=backend, update_snapshots=update_snapshots, engine=engine
+    )
     if not base.passed:
         return VaryRun(base, 1)
     scenario = loaded.scenario
@@ -314,6 +152,7 @@ def run_vary(
             loaded.where,
             loaded.source,
             loaded.data,
+            loaded.folders,
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
     ties = st.integers(0, 1)
@@ -349,7 +188,9 @@ def run_vary(
                 draw=drawn,
             )
             raise DrawFailedError(result, document) from None
-        result = run_scenario(one, seed=seed, backend=backend, blocks=("always",), tie_breaker=tie)
+        result = run_scenario(
+            one, seed=seed, backend=backend, blocks=("always",), tie_breaker=tie, engine=engine
+        )
         if not result.passed:
             result.draw = drawn
             raise DrawFailedError(result, document)

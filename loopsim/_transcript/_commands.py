@@ -12,8 +12,9 @@ from typing import Any
 
 from .._errors import LoopsimError, TranscriptError
 from ._diff import diff_transcripts
+from ._mermaid import render_mermaid, render_timeline
 from ._model import Transcript, read_transcript
-from ._render import render_mermaid, render_text, render_timeline
+from ._render import render_text
 
 __all__ = [
     "FORMATS",
@@ -55,10 +56,23 @@ def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
         "show",
         help="render a transcript as text, a Mermaid sequence diagram or a task timeline",
         description="Render a *.transcript.json file: text (one event per line), mermaid "
-        "(sequence diagram) or timeline (Mermaid gantt of background tasks).",
+        "(sequence diagram: host calls, loops, agents, task provider, evaluators) or "
+        "timeline (Mermaid gantt of loop iterations and background-task runs).",
     )
     parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text")
+    parser.add_argument(
+        "--max-events",
+        type=int,
+        default=None,
+        metavar="N",
+        help="show only the first N events (a last line or note says how many were left out)",
+    )
+    parser.add_argument(
+        "--no-fold",
+        action="store_true",
+        help="mermaid: draw repeated timed-out waits and alike iterations one by one",
+    )
     parser.set_defaults(command=cmd_show)
     return parser
 
@@ -68,7 +82,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     transcript = _read(args.transcript)
     if transcript is None:
         return EXIT_UNREADABLE
-    sys.stdout.write(FORMATS[getattr(args, "format", "text") or "text"](transcript))
+    chosen = getattr(args, "format", "text") or "text"
+    limit: int | None = getattr(args, "max_events", None)
+    if limit is not None and limit < 0:
+        print("loopsim show: --max-events must be 0 or more", file=sys.stderr)  # noqa: T201
+        return EXIT_UNREADABLE
+    if chosen == "mermaid":
+        fold = not getattr(args, "no_fold", False)
+        sys.stdout.write(render_mermaid(transcript, max_events=limit, fold=fold))
+        return EXIT_OK
+    left_out = 0
+    if limit is not None and limit < len(transcript.events):
+        left_out = len(transcript.events) - limit
+        transcript = transcript.model_copy(update={"events": transcript.events[:limit]})
+    sys.stdout.write(FORMATS[chosen](transcript))
+    if left_out:
+        mark = "#" if chosen == "text" else "%%"
+        sys.stdout.write(f"{mark} ... {left_out} more event(s) not shown (--max-events {limit})\n")
     return EXIT_OK
 
 

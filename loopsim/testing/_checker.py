@@ -51,7 +51,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import yaml
@@ -63,7 +63,7 @@ from .._agents import Agent
 from .._clients import ScriptedChatClient
 from .._clock import simulate
 from .._clock._watchdog import real_time
-from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeError
+from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
 from .._invariants import check_invariants
 from .._loop import LoopAgent, LoopAgentOptions, LoopContext, LoopEvaluation, LoopEvaluator
 from .._loop._evaluation import FeedbackView
@@ -75,9 +75,9 @@ from .._messages import (
     FunctionResultContent,
     Message,
 )
-from .._scenario import Scenario
-from .._scenario._schema import Backend
+from .._scenario import Backend, Scenario
 from .._usercode import user_code_failure
+from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
 from ._strategies import DONE_MARKER, scenario_yaml
 
 __all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]
@@ -430,7 +430,7 @@ def _decision(evaluation: Any) -> Any:
 
 
 def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, UserCodeError):
+    if isinstance(exc, UserCodeAbortError):
         return f"evaluate: {exc.message}"
     return f"evaluate raised {type(exc).__name__}: {exc}"
 
@@ -483,13 +483,23 @@ def check_evaluator(
     budget: float = 60.0,
     marker: str = DONE_MARKER,
     import_path: str | None = None,
+    next_message: Callable[..., Any] | None = None,
+    engine: Literal["loopsim", "agent_framework"] = "loopsim",
     call_time_limit: float | None = 1.0,
     time_limit: float | None = 300.0,
 ) -> EvaluatorReport:
     """Check a ``LoopEvaluator`` offline against generated contexts and scripted loops.
 
+    An agent_framework-style loop is checked the same way: pass its ``should_continue``
+    predicate (and ``next_message``), an ``AgentLoopMiddleware``, or a factory returning
+    one (a ``with_judge`` setup). Its decision is asked on the generated contexts (as
+    agent_framework's loop keywords) and ``lets_loop_stop`` runs the real
+    ``AgentLoopMiddleware`` around a real ``agent_framework.Agent`` (needs the
+    ``agent-framework`` extra).
+
     Args:
-        factory: the evaluator class (or any callable returning a fresh evaluator).
+        factory: the evaluator class (or any callable returning a fresh evaluator), or
+            an agent_framework loop as above.
         options: keyword arguments for ``factory`` (the ``--options`` JSON of the CLI).
         max_examples: generated cases per check.
         budget: virtual seconds one ``evaluate`` may take before it counts as blocked.
@@ -497,6 +507,9 @@ def check_evaluator(
             evaluator looks for to say "done").
         import_path: ``module:Class`` for the counterexample scenario file (default: read
             from ``factory``).
+        next_message: an agent_framework-style loop's ``next_message`` callable.
+        engine: where ``lets_loop_stop`` runs a LoopEvaluator's inner agent: loopsim's
+            Agent, or a real ``agent_framework.Agent`` (via ``as_agent``).
         call_time_limit: real seconds one ``evaluate`` may take (None: no limit). The
             first call over it fails ``within_budget`` and ends the checks; a call that
             keeps the loop busy is stopped by the watchdog after this long.
@@ -508,9 +521,15 @@ def check_evaluator(
         inside a hypothesis ``@given`` test: it runs its own searches.
     """
     kwargs = dict(options or {})
-    path = import_path or f"{factory.__module__}:{getattr(factory, '__qualname__', factory)}"
+    if import_path is None:
+        owner = factory if hasattr(factory, "__qualname__") else type(factory)
+        import_path = f"{owner.__module__}:{owner.__qualname__}"
+    path = import_path
+    af_loop = resolve_af_loop(factory, kwargs, next_message)
 
     def make() -> LoopEvaluator:
+        if af_loop is not None:
+            return PredicateEvaluator(af_loop)
         try:
             return factory(**kwargs)
         except BaseException as exc:
@@ -578,7 +597,21 @@ def check_evaluator(
             )
 
     def lets_loop_stop(case: tuple[int, int, int, bool]) -> None:
-        problem = _loop_case(make, case, marker, budget, guard)
+        if af_loop is not None:
+            found = check_af_loop_stops(
+                af_loop,
+                path=path,
+                script=_script(case, marker),
+                done_at=case[0],
+                cap=case[1],
+                streaming=case[3],
+                marker=marker,
+                budget=budget,
+            )
+            if found is not None:
+                raise _Found(*found)
+            return
+        problem = _loop_case(make, case, marker, budget, guard=guard, engine=engine)
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
@@ -677,14 +710,23 @@ def _loop_case(
     case: tuple[int, int, int, bool],
     marker: str,
     budget: float,
+    *,
     guard: _Guard,
+    engine: str = "loopsim",
 ) -> str | None:
     if not guard.go_on():
         return None
     done_at, cap, _, streaming = case
     events: list[_trace.Event] = []
     client = ScriptedChatClient(_script(case, marker), name="worker")
-    agent = LoopAgent(Agent(client, name="worker"), [make()], LoopAgentOptions(max_iterations=cap))
+    inner: Any = Agent(client, name="worker")
+    if engine == "agent_framework":
+        import agent_framework as af  # noqa: PLC0415 - only on this engine
+
+        from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+
+        inner = as_agent(af.Agent(client=as_chat_client(client), name="worker"))
+    agent = LoopAgent(inner, [make()], LoopAgentOptions(max_iterations=cap))
 
     async def main() -> None:
         _trace.current().subscribe(events.append)
@@ -707,7 +749,7 @@ def _loop_case(
         return None
     except BaseException as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
         error = user_code_failure(exc)
-        if isinstance(error, UserCodeError):
+        if isinstance(error, UserCodeAbortError):
             return f"the loop stopped: {error.message}"
         return f"the loop raised {type(error).__name__}: {error}"
     stops = [e.data for e in events if e.kind == "loop_stop"]

@@ -1,19 +1,29 @@
 """``loopsim check-evaluator module:Class [--options JSON] [--max-examples N]``.
 
+The target may also be an agent_framework-style loop: a ``should_continue`` predicate
+(with ``--next-message module:function``), an ``AgentLoopMiddleware``, or a function
+returning one (a ``with_judge`` setup); ``--engine agent_framework`` runs a
+LoopEvaluator's scripted loop around a real ``agent_framework.Agent``.
+
 Exit codes: 0 every check passed, 1 a check failed or did not run (the report shows
-each shrunk counterexample), 2 a bad import path, bad options, or a class that is not a
-``LoopEvaluator`` (or whose constructor fails).
+each shrunk counterexample), 2 a bad import path, bad options, or a target that is
+neither a ``LoopEvaluator`` nor an agent_framework loop (or whose constructor fails).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from typing import Any
 
-__all__ = ["add_check_evaluator_parser", "cmd_check_evaluator", "import_evaluator"]
+__all__ = [
+    "add_check_evaluator_parser",
+    "cmd_check_evaluator",
+    "import_check_target",
+    "import_evaluator",
+    "import_object",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -30,10 +40,29 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
             "context gives the same decision, it does not change the context, it tolerates "
             "empty, tool-only and approval responses, it does not block on the virtual clock, "
             "and it lets a scripted agent that completes stop the loop before its cap. "
-            "The current directory is importable."
+            "The module is imported as scenario files import theirs: the current folder "
+            "and the rootdir found from it (the nearest folder upwards with pytest.ini, "
+            "pyproject.toml, tox.ini or setup.cfg) are importable."
         ),
     )
-    parser.add_argument("target", metavar="module:Class", help="the evaluator class to check")
+    parser.add_argument(
+        "target",
+        metavar="module:Class",
+        help="the evaluator class to check, or an agent_framework should_continue predicate, "
+        "AgentLoopMiddleware or with_judge setup",
+    )
+    parser.add_argument(
+        "--next-message",
+        default=None,
+        metavar="module:function",
+        help="the next_message callable of an agent_framework-style predicate",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("loopsim", "agent_framework"),
+        default="loopsim",
+        help="where a LoopEvaluator's scripted loop runs its agent (default loopsim)",
+    )
     parser.add_argument(
         "--options", default=None, help="keyword arguments for the class, as a JSON object"
     )
@@ -69,34 +98,59 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def import_evaluator(target: str) -> Any:
-    """Import ``module:Class``; raises ``ValueError`` saying what is wrong."""
+    """Import ``module:Class`` as scenario files import their evaluators: the current
+    folder and the rootdir found from it go to the front of ``sys.path`` (see
+    ``loopsim._scenario._imports``). Raises ``ValueError`` saying what is wrong, whatever
+    the module raised while importing."""
     from .._loop import LoopEvaluator  # noqa: PLC0415
 
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".")):
-        raise ValueError(f"bad import path {target!r}: expected module:Class")
-    if "" not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: the current directory is importable
-    try:
-        found: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(found, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
-        found = getattr(found, part)
+    found = import_object(target)
     if not (isinstance(found, type) and issubclass(found, LoopEvaluator)):
         raise ValueError(f"{target} is not a LoopEvaluator subclass")  # noqa: TRY004 - one error kind for the CLI
     return found
 
 
+def import_check_target(target: str) -> Any:
+    """Import a LoopEvaluator subclass or an agent_framework loop; ``ValueError`` if neither."""
+    from .._loop import LoopEvaluator  # noqa: PLC0415
+
+    found = import_object(target)
+    if isinstance(found, type) and issubclass(found, LoopEvaluator):
+        return found
+    if isinstance(found, type) or not callable(getattr(found, "should_continue", found)):
+        raise ValueError(  # noqa: TRY004 - one error kind for the CLI
+            f"{target} is not a LoopEvaluator subclass, nor an agent_framework loop "
+            "(a should_continue predicate, an AgentLoopMiddleware or a function returning one)"
+        )
+    try:
+        import agent_framework  # noqa: F401, PLC0415 - an agent_framework loop needs the package
+    except ImportError:
+        raise ValueError(
+            f"{target} is not a LoopEvaluator subclass; checking an agent_framework loop needs "
+            "the package: pip install 'loopsim[agent-framework]'"
+        ) from None
+    return found
+
+
+def import_object(target: str) -> Any:
+    """Import ``module:attribute`` as scenario files import user code; ``ValueError`` if not."""
+    from .._scenario import _imports  # noqa: PLC0415
+
+    try:
+        return _imports.import_object(target, _imports.user_folders(None))
+    except _imports.UserCodeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def cmd_check_evaluator(args: argparse.Namespace) -> int:
     """Run :func:`loopsim.testing.check_evaluator` and print its report."""
     from .._usercode import user_code_failure  # noqa: PLC0415
+    from ._af_loops import resolve_af_loop  # noqa: PLC0415
     from ._checker import check_evaluator  # noqa: PLC0415 - hypothesis loads only when used
 
     try:
-        factory = import_evaluator(args.target)
+        factory = import_check_target(args.target)
+        next_message = None if args.next_message is None else import_object(args.next_message)
     except ValueError as exc:
         print(f"loopsim check-evaluator: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
         return EXIT_USAGE
@@ -126,7 +180,9 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
             print(f"loopsim check-evaluator: {flag} must be > 0 seconds", file=sys.stderr)  # noqa: T201
             return EXIT_USAGE
     try:
-        factory(**options)
+        if isinstance(factory, type):
+            factory(**options)
+        resolve_af_loop(factory, options, next_message)
     except BaseException as exc:  # noqa: BLE001 - the user's constructor: reported, never fatal
         error = user_code_failure(exc)  # a real Ctrl-C is re-raised
         print(  # noqa: T201 - CLI output
@@ -142,6 +198,8 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
         budget=args.budget,
         marker=args.marker,
         import_path=args.target,
+        next_message=next_message,
+        engine=args.engine,
         call_time_limit=args.call_time_limit,
         time_limit=args.time_limit,
     )

@@ -27,8 +27,7 @@ from hypothesis import strategies as st
 from .._clients import Turn
 from .._clients._scripted import ScriptItem
 from .._messages import FunctionCallContent, Message, Usage
-from .._scenario import LoadedScenario, Scenario, load_scenario_text
-from .._scenario._schema import BACKENDS, Backend
+from .._scenario import BACKENDS, Backend, LoadedScenario, Scenario, load_scenario_text
 
 __all__ = [
     "DONE_MARKER",

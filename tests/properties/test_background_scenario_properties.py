@@ -103,7 +103,7 @@ def test_after_any_restart_running_tasks_are_lost_and_results_kept(
             assert new != "lost", f"task {task_id} lost its finished result"
         recorded[task_id] = new
     for status in result.tasks.values():
-        assert status in ("running", "completed", "failed", "lost")
+        assert status in ("running", "completed", "failed", "lost", "cleared")
 
 
 @given(

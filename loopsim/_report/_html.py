@@ -1,0 +1,395 @@
+"""``loopsim report``: one self-contained HTML page for one run or a whole suite.
+
+The page needs no network and no script: CSS is inline, the task timeline is inline SVG
+drawn here from the transcript's spans, model calls fold in ``<details>``. Every text
+from a scenario or a model is HTML-escaped. Each scenario's part is bounded in size
+(:data:`SCENARIO_BYTES_MAX`): long texts are clipped and long lists cut with a count of
+what was left out, so a suite's page grows linearly with its scenario count.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .._clients._recording import message_summary
+from .._files import write_atomic
+from .._transcript import Transcript
+from .._transcript._spans import Span, spans
+
+__all__ = [
+    "SCENARIO_BYTES_MAX",
+    "ReportEntry",
+    "build_report",
+    "entry_from_transcript",
+    "write_report",
+]
+
+MAX_TEXT = 300
+#: Byte budgets of a scenario's parts (UTF-8, after escaping); a list that would pass
+#: its budget stops there and says how many items it left out.
+BUDGETS = {"failures": 30_000, "timeline": 40_000, "decisions": 30_000, "calls": 80_000}
+#: The most one scenario adds to the page, in bytes (UTF-8), whatever its transcript:
+#: the budgets above plus the bounded header, suite-table row and notes.
+SCENARIO_BYTES_MAX = 200_000
+
+_STATUS_COLOURS = {
+    "iteration": ("#c9cdf5", "#5c64c7"),
+    "running": ("#aecbfa", "#1a73e8"),
+    "completed": ("#8fd19e", "#2f7d3f"),
+    "failed": ("#f28b82", "#b3261e"),
+    "lost": ("#fbbc04", "#b06000"),
+}
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em;border-top:1px solid #ccc;padding-top:1em}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;
+text-align:left;vertical-align:top}th{background:#f3f3f3}
+.passed{color:#2f7d3f;font-weight:600}.failed{color:#b3261e;font-weight:600}
+.recorded{color:#555;font-weight:600}
+.failures{background:#fdecea;border:1px solid #f28b82;padding:.5em 1em}
+pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;font-size:12px}
+details{margin:2px 0}summary{cursor:pointer}.more{color:#777;font-style:italic}
+.legend span{display:inline-block;padding:0 6px;margin-right:6px;border:1px solid}
+svg.timeline text{font-size:11px;font-family:system-ui,sans-serif}
+""".strip()
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return (
+        f"{value:.3f} s" if 0 < value < 1 else f"{value:.3g} s" if value < 100 else f"{value:.0f} s"
+    )
+
+
+def _fit(parts: Iterable[str], budget: int) -> tuple[list[str], int]:
+    """The parts that fit in ``budget`` bytes, in order, and how many did not."""
+    kept: list[str] = []
+    used = 0
+    left_out = 0
+    for part in parts:
+        size = len(part.encode("utf-8"))
+        if left_out or used + size > budget:
+            left_out += 1
+            continue
+        kept.append(part)
+        used += size
+    return kept, left_out
+
+
+@dataclass
+class ReportEntry:
+    """One scenario (or one recorded run) in the report.
+
+    ``result`` is ``passed``, ``failed`` or ``recorded`` (a transcript without a verdict);
+    ``failures`` are the failing expectations as text (file:line first); ``divergence``
+    the first place the run departed from what was expected (a snapshot's first
+    differing lines, a replay's first divergent event), when known; ``real_time`` the
+    wall seconds the test took, as the test runner measured them.
+    """
+
+    name: str
+    result: str
+    transcript: Transcript | None = None
+    description: str = ""
+    engine: str = "loopsim"
+    iterations: int | None = None
+    stop_reason: str | None = None
+    virtual_time: float | None = None
+    real_time: float | None = None
+    seed: int | None = None
+    backend: str | None = None
+    failures: list[str] = field(default_factory=list)
+    divergence: str | None = None
+
+
+def _loop_facts(transcript: Transcript) -> tuple[int | None, str | None]:
+    iterations: int | None = None
+    reason: str | None = None
+    for event in transcript.events:
+        if event.kind == "loop_stop":
+            value = event.data.get("iterations")
+            iterations = value if isinstance(value, int) else iterations
+            reason = str(event.data.get("reason"))
+    return iterations, reason
+
+
+def entry_from_transcript(transcript: Transcript, *, name: str | None = None) -> ReportEntry:
+    """A report entry for a recorded run (no verdict: ``result`` is ``recorded``)."""
+    iterations, reason = _loop_facts(transcript)
+    return ReportEntry(
+        name=name or transcript.scenario or "transcript",
+        result="recorded",
+        transcript=transcript,
+        iterations=iterations,
+        stop_reason=reason,
+        virtual_time=transcript.events[-1].time if transcript.events else 0.0,
+        seed=transcript.seed,
+        backend=transcript.backend,
+    )
+
+
+# -- the timeline ------------------------------------------------------------------------
+
+_LANE_H = 22
+_LABEL_W = 150
+_PLOT_W = 760
+
+
+def _bar(n: int, lane: str, bar: Span, scale: float) -> str:
+    y = n * _LANE_H + 4
+    fill, stroke = _STATUS_COLOURS.get(bar.status, ("#ddd", "#888"))
+    x = _LABEL_W + bar.start * scale
+    bar_w = max((bar.end - bar.start) * scale, 2.0)
+    tip = f"{bar.label}: {bar.start:g} s to {bar.end:g} s"
+    if bar.detail:
+        tip += f" - {_clip(bar.detail, 100)}"
+    name = f"<text x='4' y='{y + 14}'>{_e(_clip(lane, 22))}</text>" if lane else ""
+    label = _clip(bar.label, 60)
+    label_x, anchor = _label_place(x, bar_w, label)
+    return (
+        f"{name}<rect class='bar status-{_e(bar.status)}' data-start='{bar.start:g}' "
+        f"data-end='{bar.end:g}' x='{x:.1f}' y='{y}' width='{bar_w:.1f}' height='16' "
+        f"fill='{fill}' stroke='{stroke}'><title>{_e(_clip(tip, 200))}</title></rect>"
+        f"<text x='{label_x:.1f}' y='{y + 13}'{anchor}>{_e(label)}</text>"
+    )
+
+
+def _label_place(x: float, bar_w: float, label: str) -> tuple[float, str]:
+    """Where a bar's label goes: inside the bar when it has room, else right of it, or
+    left of it near the right edge (x and the text-anchor attribute)."""
+    need = 6.5 * len(label) + 8
+    if bar_w >= need:
+        return x + 4, ""
+    if x + bar_w + need <= _LABEL_W + _PLOT_W + 20:
+        return x + bar_w + 4, ""
+    return x - 4, " text-anchor='end'"
+
+
+def _timeline(transcript: Transcript) -> str:
+    found = spans(transcript.events)
+    if not found.bars:
+        return "<p class='more'>no loop iterations or background tasks</p>"
+    lanes: dict[str, list[Span]] = {}
+    for bar in found.bars:
+        lanes.setdefault(bar.lane, []).append(bar)
+    rows = [
+        (lane if i == 0 else "", bar) for lane, bars in lanes.items() for i, bar in enumerate(bars)
+    ]
+    end = max(found.end, *(b.end for b in found.bars)) or 1.0
+    scale = _PLOT_W / end
+    drawn, left_out = _fit(
+        (_bar(n, lane, bar, scale) for n, (lane, bar) in enumerate(rows)), BUDGETS["timeline"]
+    )
+    count = len(drawn)
+    axis_y = _LANE_H * count + 8
+    width = _LABEL_W + _PLOT_W + 20
+    out = [
+        (
+            f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{width}'"
+            f" height='{axis_y + 22}' role='img' aria-label='task timeline'>"
+        ),
+    ]
+    for tick in range(6):
+        value = end * tick / 5
+        x = _LABEL_W + value * scale
+        out.append(
+            f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' stroke='#eee'/>"
+            f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{value:g} s</text>"
+        )
+    out.extend(drawn)
+    for when in found.restarts[:20]:
+        x = _LABEL_W + when * scale
+        out.append(
+            f"<line class='restart' x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' "
+            f"stroke='#202080' stroke-width='2'><title>process restart at {when:g} s</title>"
+            "</line>"
+        )
+    out.append("</svg>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more bar(s) not drawn (size limit)</p>")
+    return "".join(out)
+
+
+# -- per scenario ------------------------------------------------------------------------
+
+
+def _decisions(transcript: Transcript) -> str:
+    rows = [e for e in transcript.events if e.kind == "evaluator_decision"]
+    if not rows:
+        return ""
+    out = [
+        (
+            "<h3>Evaluator decisions</h3><table class='decisions'><tr><th>iteration</th>"
+            "<th>t</th><th>evaluator</th><th>decision</th><th>feedback</th></tr>"
+        )
+    ]
+    cells, left_out = _fit(
+        (
+            f"<tr><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
+            f"<td>{_e(_clip(str(e.data.get('evaluator')), 100))}</td>"
+            f"<td>{_e(_clip(str(e.data.get('decision')), 40))}</td>"
+            f"<td>{_e(_clip(str(e.data.get('feedback') or '')))}</td></tr>"
+            for e in rows
+        ),
+        BUDGETS["decisions"],
+    )
+    out.extend(cells)
+    out.append("</table>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more decision(s) (size limit)</p>")
+    return "".join(out)
+
+
+def _summaries(messages: Iterable[Any]) -> str:
+    return "\n".join(_clip(message_summary(m)) for m in messages if isinstance(m, dict))
+
+
+def _model_calls(transcript: Transcript) -> str:
+    calls: list[tuple[float, dict[str, Any], str]] = []
+    for event in transcript.events:
+        if event.kind == "model_request":
+            calls.append((event.time, event.data, ""))
+        elif event.kind in ("model_response", "model_error") and calls:
+            time, request, _ = calls[-1]
+            d = event.data
+            if event.kind == "model_error":
+                answer = f"{d.get('error')}: {d.get('message')}"
+            else:
+                answer = _summaries(d.get("messages") or ())
+            calls[-1] = (time, request, _clip(answer, MAX_TEXT * 2))
+    if not calls:
+        return ""
+    out = [f"<h3>Model calls ({len(calls)})</h3>"]
+
+    def one(time: float, request: dict[str, Any], answer: str) -> str:
+        messages = list(request.get("messages") or ())
+        last = _clip(message_summary(messages[-1]), 120) if messages else "<no messages>"
+        return (
+            f"<details class='model-call'><summary>t={time:g} "
+            f"{_e(_clip(str(request.get('agent')), 60))}: {_e(last)}</summary>"
+            f"<pre>{_e(_summaries(messages[-4:]))}</pre>"
+            f"<b>answer</b><pre>{_e(answer)}</pre></details>"
+        )
+
+    shown, left_out = _fit((one(*call) for call in calls), BUDGETS["calls"])
+    out.extend(shown)
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more model call(s) (size limit)</p>")
+    return "".join(out)
+
+
+def _failures(entry: ReportEntry) -> str:
+    if not entry.failures and entry.divergence is None:
+        return ""
+    out = ["<div class='failures'><h3>Failing expectations</h3><ul>"]
+    items, left_out = _fit(
+        (f"<li><pre>{_e(_clip(f, 1200))}</pre></li>" for f in entry.failures),
+        BUDGETS["failures"] - 20_000,
+    )
+    out.extend(items)
+    out.append("</ul>")
+    if left_out:
+        out.append(f"<p class='more'>{left_out} more (size limit)</p>")
+    if entry.divergence is not None:
+        out.append(
+            f"<h3>First divergence</h3><pre class='divergence'>"
+            f"{_e(_clip(entry.divergence, 3000))}</pre>"  # <= 18 kB escaped
+        )
+    out.append("</div>")
+    return "".join(out)
+
+
+def _section(n: int, entry: ReportEntry) -> str:
+    facts = (
+        f"seed {_e(entry.seed)}, backend {_e(entry.backend)}, virtual time "
+        f"{_e(_seconds(entry.virtual_time))}"
+    )
+    parts = [
+        f"<section class='scenario' id='scenario-{n}' data-result='{_e(entry.result)}'>",
+        (
+            f"<h2>{_e(_clip(entry.name, 200))} <span class='{_e(entry.result)}'>"
+            f"{_e(entry.result)}</span></h2>"
+        ),
+    ]
+    if entry.description:
+        parts.append(f"<p class='description'>{_e(_clip(entry.description, 1000))}</p>")
+    parts.append(f"<p class='facts'>{facts}</p>")
+    parts.append(_failures(entry))
+    if entry.transcript is not None:
+        parts.append("<h3>Timeline</h3>" + _timeline(entry.transcript))
+        parts.append(_decisions(entry.transcript))
+        parts.append(_model_calls(entry.transcript))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _suite_table(entries: Sequence[ReportEntry]) -> str:
+    out = [
+        (
+            "<table id='suite'><tr><th>scenario</th><th>result</th><th>engine</th>"
+            "<th>iterations</th><th>stop reason</th><th>virtual time</th><th>real time</th></tr>"
+        )
+    ]
+    for n, entry in enumerate(entries, start=1):
+        out.append(
+            f"<tr data-result='{_e(entry.result)}'><td><a href='#scenario-{n}'>"
+            f"{_e(_clip(entry.name, 200))}</a></td><td class='{_e(entry.result)}'>"
+            f"{_e(entry.result)}</td><td>{_e(entry.engine)}</td>"
+            f"<td>{_e('-' if entry.iterations is None else entry.iterations)}</td>"
+            f"<td>{_e(entry.stop_reason or '-')}</td><td>{_e(_seconds(entry.virtual_time))}</td>"
+            f"<td>{_e(_seconds(entry.real_time))}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _legend() -> str:
+    return (
+        "<p class='legend'>"
+        + "".join(
+            f"<span style='background:{fill};border-color:{stroke}'>{status}</span>"
+            for status, (fill, stroke) in _STATUS_COLOURS.items()
+        )
+        + "<span style='border-color:#202080'>| process restart</span></p>"
+    )
+
+
+def build_report(entries: Sequence[ReportEntry], *, title: str = "loopsim report") -> str:
+    """The whole page as text: a suite table, then one section per entry."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry.result] = counts.get(entry.result, 0) + 1
+    summary = ", ".join(f"{count} {result}" for result, count in sorted(counts.items()))
+    body = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1><p id='totals'>{len(entries)} scenario(s): {_e(summary)}</p>",
+        _suite_table(entries),
+        _legend(),
+        *(_section(n, entry) for n, entry in enumerate(entries, start=1)),
+        "</body></html>\n",
+    ]
+    return "".join(body)
+
+
+def write_report(
+    path: str | os.PathLike[str], entries: Sequence[ReportEntry], *, title: str = "loopsim report"
+) -> Path:
+    """Build the page and write it atomically; returns the path."""
+    return write_atomic(path, build_report(entries, title=title))

@@ -1,0 +1,210 @@
+"""Stage 3, the agent_framework engine: the same scenario built from the real package.
+
+The "remote models" (scripts, built-in policies, scripted judges and decisions) are the
+ones :class:`~loopsim._scenario._build.World` makes for the built-in engine; here each
+sits behind :func:`loopsim.agent_framework.as_chat_client`, so ``agent_framework.Agent``
+talks to it as to a vendor's client. What is built from the package:
+
+* every agent: ``agent_framework.Agent`` (or the user's ``factory:``);
+* the parent's background agents: ``agent_framework.BackgroundAgentsProvider``;
+* a harness parent: ``agent_framework.create_harness_agent`` with everything loopsim's
+  harness does not have turned off (todo, mode, file memory, web search, compaction,
+  tool auto-approval), looping on ``background_tasks_running`` when the scenario says so;
+* a ``loop:`` with evaluators: loopsim's ``LoopAgent`` around the real agent (through
+  :func:`~loopsim.agent_framework.as_agent`): the Python package has no LoopAgent.
+
+A restart serializes the real session (``AgentSession.to_dict``) and restores it into new
+provider and agent objects, as a new process would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ._build import World, tool_functions
+from ._schema import AgentSpec
+from ._source import LoadedScenario
+
+__all__ = ["AgentFrameworkWorld"]
+
+T = TypeVar("T")
+
+INSTALL = "pip install 'loopsim[agent-framework]'"
+
+
+@contextmanager
+def _quiet_experimental() -> Iterator[None]:
+    """Building background agents and loops emits agent_framework's "[HARNESS]" feature
+    warning; a scenario asked for the feature on purpose, and a user's suite may turn
+    warnings into errors."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\[HARNESS\]", category=FutureWarning)
+        yield
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """Runs each job at once, in the loop's thread, in submission order.
+
+    agent_framework runs a sync tool through ``asyncio.to_thread`` and several calls of one
+    model turn concurrently; in real threads, which call finishes first (and what a
+    sibling then sees in the session state) is scheduling luck. A simulated run must be
+    byte-identical every time, so the world's loop runs those jobs inline.
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting caller
+            future.set_exception(exc)
+        return future
+
+
+class AgentFrameworkWorld(World):
+    """A scenario's world on the agent_framework engine (asyncio only)."""
+
+    engine = "agent_framework"
+
+    def __init__(self, loaded: LoadedScenario, models: Any = None) -> None:
+        super().__init__(loaded, models)
+        try:
+            import agent_framework  # noqa: F401, PLC0415 - the optional extra
+        except ImportError as exc:
+            raise loaded.where.error(
+                ("engine",),
+                f"the agent_framework engine needs the agent-framework-core package ({exc}); "
+                f"install it with: {INSTALL}",
+                expected="engine: loopsim, or the extra installed",
+            ) from None
+
+    # -- building ------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """(Re)build the real agents, the real provider and the loop around the parent."""
+        import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+        from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+
+        asyncio.get_running_loop().set_default_executor(_InlineExecutor())
+        scenario = self.scenario
+        parent = scenario.parent
+        with _quiet_experimental():
+            children = [
+                self._af_agent(name, scenario.agents[name]) for name in parent.background_agents
+            ]
+            spec = scenario.agents[parent.agent]
+            if parent.harness:
+                top = self._af_harness(spec, children)
+                self.provider = _find(top, af.BackgroundAgentsProvider)
+            elif spec.factory is not None:
+                top = self._af_agent(parent.agent, spec)
+                self.provider = None
+            else:
+                self.provider = None
+                providers: list[Any] = []
+                if children:
+                    self.provider = af.BackgroundAgentsProvider(
+                        children,
+                        wait_timeout_seconds=parent.wait_timeout,
+                        instructions=parent.background_agents_instructions,
+                    )
+                    providers.append(self.provider)
+                top = af.Agent(
+                    client=as_chat_client(self.clients[parent.agent]),
+                    name=parent.agent,
+                    instructions=spec.instructions,
+                    description=spec.description,
+                    tools=_af_tools(spec),
+                    context_providers=providers,
+                )
+        agent = as_agent(top)
+        loop = scenario.loop
+        if loop is None or parent.harness:
+            self.top = agent
+            return
+        self.top = self._looped(agent)
+
+    def _af_agent(self, name: str, spec: AgentSpec) -> Any:
+        import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+        from ..agent_framework import as_chat_client  # noqa: PLC0415
+
+        client = as_chat_client(self.clients[name])
+        if spec.factory is None:
+            return af.Agent(
+                client=client,
+                name=name,
+                instructions=spec.instructions,
+                description=spec.description,
+                tools=_af_tools(spec),
+            )
+        return self.from_factory(name, spec, client, engine="agent_framework")
+
+    def _af_harness(self, spec: AgentSpec, children: list[Any]) -> Any:
+        import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+        from ..agent_framework import as_chat_client  # noqa: PLC0415
+
+        scenario = self.scenario
+        parent = scenario.parent
+        loop = scenario.loop
+        kwargs: dict[str, Any] = {}
+        if loop is not None and loop.should_continue is not None:
+            kwargs["loop_should_continue"] = af.background_tasks_running()
+            kwargs["loop_next_message"] = af.background_tasks_running_message
+            if loop.max_iterations is not None:
+                kwargs["loop_max_iterations"] = loop.max_iterations
+        else:
+            kwargs["loop_max_iterations"] = None  # no loop unless the scenario asks for one
+        return af.create_harness_agent(
+            as_chat_client(self.clients[parent.agent]),
+            name=parent.agent,
+            description=spec.description,
+            harness_instructions="",
+            agent_instructions=spec.instructions,
+            tools=_af_tools(spec),
+            background_agents=children or None,
+            background_agents_instructions=parent.background_agents_instructions,
+            background_agents_wait_timeout_seconds=parent.wait_timeout,
+            disable_compaction=True,
+            disable_todo=True,
+            disable_mode=True,
+            disable_file_memory=True,
+            disable_web_search=True,
+            disable_tool_auto_approval=True,
+            **kwargs,
+        )
+
+    # -- the run stage's questions ----------------------------------------------------------
+
+    async def release(self, session: Any, *, cancel_running: bool) -> None:
+        if self.provider is not None:
+            await self.provider.release_session(session, cancel_running=cancel_running)
+
+    def task_statuses(self, session: Any) -> dict[int, str]:
+        if self.provider is None:
+            return {}
+        from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
+
+        return {task.id: task.status.value for task in background_tasks(self.provider, session)}
+
+
+def _af_tools(spec: AgentSpec) -> list[Any]:
+    import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+    return [
+        af.tool(fn, name=name, description=description, approval_mode=approval)
+        for name, fn, description, approval in tool_functions(spec)
+    ]
+
+
+def _find(agent: Any, kind: type) -> Any:
+    for provider in getattr(agent, "context_providers", None) or ():
+        if isinstance(provider, kind):
+            return provider
+    return None

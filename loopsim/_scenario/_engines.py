@@ -1,0 +1,86 @@
+"""What each engine can build: a scenario asks for a feature, the engine has it or says so.
+
+A feature one engine cannot build is a located :class:`~loopsim.ScenarioError` naming the
+engine — never a silent fallback to the other engine. The loader checks the file's own
+``engine:``; the run stage checks again when ``--engine`` picks another one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ._schema import BackgroundTaskCompletionSpec, Engine, Scenario
+from ._source import Loc, Located
+
+__all__ = ["check_engine", "engine_problems"]
+
+
+def engine_problems(scenario: Scenario, engine: Engine) -> Iterator[tuple[Loc, str, str]]:
+    """``(location, problem, expected)`` for every part of ``scenario`` ``engine`` cannot build."""
+    if engine == "loopsim":
+        return
+    if scenario.backend != "asyncio":
+        yield (
+            ("backend",),
+            (
+                f"the agent_framework engine runs on asyncio only (the package is asyncio code), "
+                f"and this scenario asks for {scenario.backend}"
+            ),
+            "backend: asyncio, or engine: loopsim",
+        )
+    if scenario.ties:
+        yield (
+            ("ties",),
+            (
+                "agent_framework's provider observes same-instant completions in its own "
+                "order (asyncio.wait), so `ties:` cannot choose one"
+            ),
+            "no ties: list, or engine: loopsim",
+        )
+    parent = scenario.parent
+    if parent.history_store != "in_memory":
+        yield (
+            ("parent", "history_store"),
+            (
+                f"the agent_framework engine has no simulated {parent.history_store} service: "
+                "its sessions keep history in memory"
+            ),
+            "history_store: in_memory, or engine: loopsim",
+        )
+    loop = scenario.loop
+    if loop is not None:
+        if parent.harness and loop.evaluators:
+            yield (
+                ("loop", "evaluators"),
+                (
+                    "agent_framework's harness agent loops on a should_continue predicate only: "
+                    "the Python package has no evaluator list (no LoopAgent)"
+                ),
+                "loop.should_continue with parent.harness, or engine: loopsim",
+            )
+        for index, evaluator in enumerate(loop.evaluators):
+            if isinstance(evaluator.chosen, BackgroundTaskCompletionSpec) and not parent.harness:
+                yield (
+                    ("loop", "evaluators", index),
+                    (
+                        "background_task_completion reads loopsim's BackgroundAgentsProvider, "
+                        "and on the agent_framework engine the parent has agent_framework's"
+                    ),
+                    "engine: loopsim, or a harness with should_continue: background_tasks_running",
+                )
+    for name, agent in scenario.agents.items():
+        if agent.factory is not None and name == parent.agent and parent.background_agents:
+            yield (
+                ("agents", name, "factory"),
+                (
+                    "a parent built by a factory keeps its own context providers, so loopsim "
+                    "cannot give it the background agents of parent.background_agents"
+                ),
+                "a factory for a child or for a parent without background agents",
+            )
+
+
+def check_engine(scenario: Scenario, where: Located, engine: Engine) -> None:
+    """Raise a located error for the first feature ``engine`` cannot build."""
+    for loc, problem, expected in engine_problems(scenario, engine):
+        raise where.error(loc, f"engine {engine}: {problem}", expected=expected)

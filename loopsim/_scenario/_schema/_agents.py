@@ -1,0 +1,232 @@
+"""Agents: usage, tool calls, tools, scripted turns, built-in policies, the parent."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from ._base import (
+    BUILTIN_POLICIES,
+    Count,
+    Flag,
+    Name,
+    PositiveCount,
+    Seconds,
+    StrictModel,
+    Text,
+    describe,
+    one_key,
+)
+
+# -- usage, tools, turns --------------------------------------------------------------------
+
+
+class UsageSpec(StrictModel):
+    """Token usage a scripted turn reports."""
+
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    total_tokens: Count | None = None
+    cached_input_tokens: Count | None = None
+    reasoning_tokens: Count | None = None
+
+
+class ToolCallSpec(StrictModel):
+    """A function call the scripted model makes."""
+
+    name: Name
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: Name | None = None
+
+
+class ToolSpec(StrictModel):
+    """A tool an agent offers: what it returns (or the error it raises), and approval."""
+
+    result: Any = "ok"
+    error: Text | None = None
+    approval_required: Flag = False
+    description: Text = ""
+    parameters: list[Name] = Field(default_factory=list)
+
+
+_TURN_KINDS = ("reply", "tool_call", "approval_request", "failure")
+
+
+class TurnSpec(StrictModel):
+    """One scripted model turn: exactly one of reply / tool_call / approval_request / failure.
+
+    ``delay`` is the virtual time the model "thinks" before answering.
+    """
+
+    reply: Text | None = None
+    tool_call: ToolCallSpec | list[ToolCallSpec] | None = None
+    approval_request: ToolCallSpec | None = None
+    failure: Text | None = None
+    delay: Seconds = 0.0
+    usage: UsageSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, value: Any) -> Any:
+        if isinstance(value, str):  # `- "some reply"`
+            return {"reply": value}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> TurnSpec:
+        given = [k for k in _TURN_KINDS if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "turn_kind",
+                "a turn needs exactly one of {kinds}; got {given}",
+                {
+                    "kinds": ", ".join(_TURN_KINDS),
+                    "given": ", ".join(given) if given else "none",
+                },
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in _TURN_KINDS if getattr(self, k) is not None)
+
+    @property
+    def calls(self) -> list[ToolCallSpec]:
+        if self.tool_call is None:
+            return [] if self.approval_request is None else [self.approval_request]
+        return self.tool_call if isinstance(self.tool_call, list) else [self.tool_call]
+
+
+# -- policies -------------------------------------------------------------------------------
+
+
+class EchoPolicy(StrictModel):
+    """A child that answers ``{prefix}{input}`` after ``delay`` virtual seconds."""
+
+    kind: Literal["echo"] = Field("echo", exclude=True)
+    delay: Seconds = 0.0
+    prefix: Text = "echo: "
+
+
+class CoordinatorPolicy(StrictModel):
+    """A parent that starts one task per child, collects results as they finish, clears them.
+
+    ``detach``: answer right after starting the tasks (collect in a later run).
+    ``restart_lost``: start a new task for each task found ``lost`` (recovery).
+    ``max_waits``: give up waiting after this many wait timeouts (None: keep waiting).
+    """
+
+    kind: Literal["coordinator"] = Field("coordinator", exclude=True)
+    children: list[Name] | None = None
+    input: Text | None = None
+    detach: Flag = False
+    restart_lost: Flag = False
+    max_waits: PositiveCount | None = None
+
+
+def _policy_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return value.get("kind") if isinstance(value.get("kind"), str) else None
+    return getattr(value, "kind", None)
+
+
+def _expand_policy(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value
+    name, arg = one_key(value, "a policy")
+    if name not in BUILTIN_POLICIES:
+        raise PydanticCustomError(
+            "unknown_policy",
+            "unknown policy {name}; expected one of: {known}",
+            {"name": describe(name), "known": ", ".join(BUILTIN_POLICIES)},
+        )
+    if arg is None:
+        arg = {}
+    if not isinstance(arg, dict):
+        raise PydanticCustomError(
+            "policy_options",
+            "expected the options of policy {name} as a mapping, got {got}",
+            {"name": name, "got": describe(arg)},
+        )
+    return {name: {"kind": name, **arg}}
+
+
+class PolicySpec(StrictModel):
+    """``policy: echo`` / ``policy: {coordinator: {detach: true}}``."""
+
+    echo: EchoPolicy | None = None
+    coordinator: CoordinatorPolicy | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, value: Any) -> Any:
+        return _expand_policy(value)
+
+    @property
+    def chosen(self) -> EchoPolicy | CoordinatorPolicy:
+        chosen = self.echo or self.coordinator
+        assert chosen is not None  # noqa: S101 - _expand_policy sets exactly one
+        return chosen
+
+
+#: Upstream's default of ``function_invocation_configuration["max_iterations"]``.
+DEFAULT_MAX_TOOL_ITERATIONS = 40
+
+
+class FunctionInvocationSpec(StrictModel):
+    """The agent's tool loop, named as upstream's ``function_invocation_configuration``.
+
+    ``max_iterations``: model turns with tools offered in one run (upstream's default 40);
+    past it one last request offers no tools.
+    """
+
+    max_iterations: PositiveCount = DEFAULT_MAX_TOOL_ITERATIONS
+
+
+class AgentSpec(StrictModel):
+    """One agent: a script of model turns, or a built-in policy.
+
+    ``factory: "module:function"`` builds the user's own agent around that model:
+    ``function(client, name)`` receives the scripted chat client (adapted for the engine)
+    and the agent's name, and returns the agent (its tools, instructions, middleware...).
+    """
+
+    description: Text | None = None
+    instructions: Text | None = None
+    script: list[TurnSpec] | None = None
+    policy: PolicySpec | None = None
+    tools: dict[Name, ToolSpec] = Field(default_factory=dict)
+    factory: Name | None = None
+    function_invocation_configuration: FunctionInvocationSpec | None = None
+
+    @model_validator(mode="after")
+    def _script_or_policy(self) -> AgentSpec:
+        if (self.script is None) == (self.policy is None):
+            raise PydanticCustomError(
+                "script_or_policy",
+                "an agent needs exactly one of `script` (a list of turns) or `policy` "
+                "(one of: {known}); got {given}",
+                {
+                    "known": ", ".join(BUILTIN_POLICIES),
+                    "given": "both" if self.script is not None else "neither",
+                },
+            )
+        return self
+
+
+# -- parent and loop ------------------------------------------------------------------------
+
+
+class ParentSpec(StrictModel):
+    """The agent the host talks to, its background agents and its session's history store."""
+
+    agent: Name
+    background_agents: list[Name] = Field(default_factory=list)
+    wait_timeout: PositiveCount = 300
+    history_store: Literal["in_memory", "service_conversation", "service_response_chain"] = (
+        "in_memory"
+    )
+    harness: Flag = False
+    background_agents_instructions: Text | None = None

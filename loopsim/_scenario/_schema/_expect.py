@@ -1,0 +1,254 @@
+"""Expectations: what must hold at the end (``expect:``), for every draw (``always:``) or
+after one step (a step's own ``expect:``).
+
+No form checks nothing: an empty mapping or list where it would check nothing is an error
+(with a hint at what to write instead), and event counts name known event kinds and
+fields, so a typo cannot make ``count: 0`` pass vacuously.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from ._base import TASK_STATUSES, Count, Flag, Name, Seconds, StrictModel, Text, describe
+
+# -- expectations ---------------------------------------------------------------------------
+
+TaskStatus = Literal["running", "completed", "failed", "lost", "cleared"]
+
+#: Transcript event kinds an ``events:`` count may name, with the fields ``where:`` may
+#: match (scalar fields only: ids of sessions and messages are the simulation's own).
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "model_request": ("agent",),
+    "model_response": ("agent", "response_id"),
+    "model_error": ("agent", "error", "message"),
+    "tool_call": ("agent", "call_id", "name"),
+    "tool_result": ("agent", "call_id", "name", "result", "error"),
+    "tool_round_limit": ("agent", "max_iterations"),
+    "task_status": ("task_id", "agent", "description", "status", "result", "error"),
+    "loop_iteration_start": ("loop", "iteration"),
+    "loop_stop": ("loop", "reason", "iterations"),
+    "evaluator_decision": ("loop", "iteration", "index", "evaluator", "decision", "feedback"),
+    "session_created": ("agent",),
+    "session_restored": ("agent",),
+    "process_restart": ("at", "interrupted"),
+    "clock_jump": ("from", "to"),
+}
+
+
+def _not_empty(what: str, hint: str) -> Any:
+    def check(value: Any) -> Any:
+        if isinstance(value, (dict, list)) and not value:
+            raise PydanticCustomError(
+                "vacuous",
+                "an empty {what} checks nothing; {hint}",
+                {"what": what, "hint": hint},
+            )
+        return value
+
+    return check
+
+
+class RangeSpec(StrictModel):
+    """A closed range (virtual seconds, or a count): at least ``min``, at most ``max``."""
+
+    min: Seconds | None = None
+    max: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> RangeSpec:
+        if self.min is None and self.max is None:
+            raise PydanticCustomError(
+                "vacuous", "a range without min or max checks nothing; give min, max or both"
+            )
+        if self.max is None and self.min == 0:
+            raise PydanticCustomError(
+                "vacuous", "a range of at least 0 checks nothing; give a max, or a min above 0"
+            )
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise PydanticCustomError(
+                "range",
+                "inverted range: min {low} > max {high}, so it can never hold",
+                {"low": self.min, "high": self.max},
+            )
+        return self
+
+    def holds(self, value: float, tolerance: float = 1e-6) -> bool:
+        """Whether ``value`` is inside the range (with a small tolerance)."""
+        low_ok = self.min is None or value >= self.min - tolerance
+        return low_ok and (self.max is None or value <= self.max + tolerance)
+
+    def render(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"between {self.min:g} and {self.max:g}"
+        return f"at least {self.min:g}" if self.min is not None else f"at most {self.max:g}"
+
+
+_TEXT_HINT = "give the text(s), or leave the key out"
+
+
+class ResponseExpect(StrictModel):
+    """What a response's text must be, or contain (every item, in order)."""
+
+    equals: Text | None = None
+    contains: list[Text] | None = None
+    not_contains: list[Text] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _contains_one(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key in ("contains", "not_contains"):
+                if isinstance(value.get(key), str):
+                    value = {**value, key: [value[key]]}
+        return value
+
+    @field_validator("contains", "not_contains")
+    @classmethod
+    def _some_text(cls, value: list[str] | None) -> list[str] | None:
+        return _not_empty("list", _TEXT_HINT)(value)  # type: ignore[no-any-return] # list in, list out
+
+    @model_validator(mode="after")
+    def _checks_something(self) -> ResponseExpect:
+        if self.equals is None and self.contains is None and self.not_contains is None:
+            raise PydanticCustomError(
+                "vacuous",
+                "an empty response expectation checks nothing; give equals, contains or "
+                "not_contains",
+            )
+        return self
+
+
+class EventCount(StrictModel):
+    """How many transcript events of one ``kind`` (whose ``where`` fields equal the given
+    values) the run recorded: ``count`` is a whole number or ``{min, max}``."""
+
+    kind: Name
+    where: dict[Name, Any] = Field(default_factory=dict)
+    count: Count | RangeSpec
+
+    @model_validator(mode="after")
+    def _known(self) -> EventCount:
+        fields = EVENT_FIELDS.get(self.kind)
+        if fields is None:
+            raise PydanticCustomError(
+                "event_kind",
+                "unknown event kind {kind}; expected one of: {known}",
+                {"kind": describe(self.kind), "known": ", ".join(EVENT_FIELDS)},
+            )
+        for name, value in self.where.items():
+            if name not in fields:
+                raise PydanticCustomError(
+                    "event_field",
+                    "events of kind {kind} have no field {name} to match; fields: {known}",
+                    {"kind": self.kind, "name": describe(name), "known": ", ".join(fields)},
+                )
+            if isinstance(value, (dict, list)):
+                raise PydanticCustomError(
+                    "event_field",
+                    "where.{name}: expected a text, number, true/false or null to compare "
+                    "with, got {got}",
+                    {"name": name, "got": describe(value)},
+                )
+        return self
+
+    def matches(self, kind: str, data: dict[str, Any]) -> bool:
+        """Whether an event of ``kind`` with ``data`` is one this count counts."""
+        return kind == self.kind and all(
+            _same(data.get(name), value) for name, value in self.where.items()
+        )
+
+
+def _same(got: Any, wanted: Any) -> bool:
+    if isinstance(got, bool) or isinstance(wanted, bool):
+        return got is wanted
+    return bool(got == wanted)
+
+
+_TASKS_HINT = (
+    "to say that no task is left running write `task_counts: {running: 0}`; "
+    "to check a task, map its id to a status (`tasks: {1: completed}`)"
+)
+
+
+class StepExpect(StrictModel):
+    """What must hold after one step (a step's own ``expect:``); the base of ExpectSpec.
+
+    See docs/scenarios.md (Expectations) for what each key compares with.
+    """
+
+    iterations: Count | None = None
+    stop_reason: (
+        Literal["evaluators_stopped", "max_iterations", "approval_pending", "error", "cancelled"]
+        | None
+    ) = None
+    calls: dict[Name, Count] | None = None
+    #: final status per task id
+    tasks: dict[int, TaskStatus] | None = None
+    #: how many tasks end in each status (statuses not named are not checked)
+    task_counts: dict[TaskStatus, Count] | None = None
+    #: per task id: the statuses it went through, in order (repeats collapsed)
+    task_history: dict[int, list[TaskStatus]] | None = None
+    #: counts of transcript events by kind and fields
+    events: list[EventCount] | None = None
+    elapsed: Seconds | RangeSpec | None = None
+    response: ResponseExpect | None = None
+    #: the text of every message the host was shown (the loop's injected messages too)
+    surfaced: ResponseExpect | None = None
+    error: Text | None = None
+
+    @field_validator("elapsed", mode="before")
+    @classmethod
+    def _a_range(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return RangeSpec.model_validate(value)  # its own message, not the number's
+        return value
+
+    @field_validator("calls")
+    @classmethod
+    def _some_calls(cls, value: Any) -> Any:
+        return _not_empty("mapping", "name an agent and its number of model calls")(value)
+
+    @field_validator("tasks")
+    @classmethod
+    def _some_tasks(cls, value: Any) -> Any:
+        return _not_empty("mapping", _TASKS_HINT)(value)
+
+    @field_validator("task_counts")
+    @classmethod
+    def _some_counts(cls, value: Any) -> Any:
+        return _not_empty("mapping", f"name a status ({', '.join(TASK_STATUSES)}) and a count")(
+            value
+        )
+
+    @field_validator("task_history")
+    @classmethod
+    def _some_history(cls, value: Any) -> Any:
+        value = _not_empty("mapping", "map a task id to its statuses, e.g. {1: [running, lost]}")(
+            value
+        )
+        for task_id, statuses in (value or {}).items():
+            if not statuses:
+                raise PydanticCustomError(
+                    "vacuous",
+                    "task {task} has an empty history, which checks nothing; list its "
+                    "statuses, e.g. [running, completed]",
+                    {"task": task_id},
+                )
+        return value
+
+    @field_validator("events")
+    @classmethod
+    def _some_events(cls, value: Any) -> Any:
+        return _not_empty("list", "give {kind, where, count} items")(value)
+
+
+class ExpectSpec(StepExpect):
+    """What must hold when the steps are done (``expect:``) or for every draw (``always:``)."""
+
+    transcript: Literal["snapshot"] | None = None
+    unused_turns: Flag = False
+    invariants: Flag = True

@@ -1,0 +1,176 @@
+"""``vary:`` paths at load time: parse them, walk them, apply a draw, validate each choice."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._errors import ScenarioError
+from ._references import check_references
+from ._schema import Scenario, VarySpec, describe
+from ._source import LoadedScenario, Located, format_location
+from ._validation import from_validation
+
+__all__ = ["FIXED_KEYS", "apply_draw", "check_vary", "concrete", "parse_path"]
+
+#: Top-level keys a ``vary:`` path may not point into.
+FIXED_KEYS = ("version", "vary", "vary_settings", "always", "expect", "ties")
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+_INDEX = re.compile(r"\[(\d+)\]")
+
+Part = str | int
+
+
+def parse_path(text: str) -> tuple[Part, ...] | None:
+    """``agents.w.script[2].delay`` → ``("agents", "w", "script", 2, "delay")`` (None: bad)."""
+    parts: list[Part] = []
+    for segment in text.split("."):
+        match = _SEGMENT.fullmatch(segment.strip())
+        if match is None:
+            return None
+        parts.append(match.group(1))
+        parts.extend(int(i) for i in _INDEX.findall(match.group(2)))
+    return tuple(parts)
+
+
+def _key(node: Mapping[Any, Any], part: Part) -> Any:
+    """The key of ``node`` that ``part`` names (YAML keys may be whole numbers)."""
+    if part in node:
+        return part
+    if isinstance(part, str) and part.isdigit() and int(part) in node:
+        return int(part)
+    return part
+
+
+def apply_draw(document: Any, parts: Sequence[Part], value: Any) -> None:
+    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time)."""
+    node = document
+    for part in parts[:-1]:
+        node = node[_key(node, part) if isinstance(node, dict) else part]
+    last = parts[-1]
+    if isinstance(node, dict):
+        node[_key(node, last)] = value
+    else:
+        node[last] = value
+
+
+def _walk(
+    document: Any, parts: Sequence[Part], text: str, loc: tuple[Part, ...], where: Located
+) -> None:
+    """Raise a located error unless ``parts`` leads to a place in ``document``."""
+    if parts[0] in FIXED_KEYS:
+        raise where.error(
+            loc,
+            f"cannot vary {describe(parts[0])}: `vary:` draws values of the scenario itself",
+            expected="a path into agents, parent, loop, steps, seed, backend or streaming",
+        )
+    node = document
+    walked = ""
+    for position, part in enumerate(parts):
+        last = position == len(parts) - 1
+        shown = walked or "the document"
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise where.error(
+                    loc,
+                    f"unknown path {text}: {shown} is {describe(node)}, not a list, so [{part}] "
+                    "does not exist",
+                    expected="[index] only after a list",
+                )
+            if part >= len(node):
+                raise where.error(
+                    loc,
+                    f"unknown path {text}: {shown} has {len(node)} item(s), so [{part}] does "
+                    "not exist",
+                    expected=f"an index below {len(node)}",
+                )
+            node = node[part]
+            walked += f"[{part}]"
+            continue
+        if not isinstance(node, dict):
+            more = ""
+            if isinstance(node, str):
+                more = (
+                    f" (write the short form {describe(node)} out as a mapping to vary inside it)"
+                )
+            raise where.error(
+                loc,
+                f"unknown path {text}: {shown} is {describe(node)}, not a mapping{more}",
+                expected="a path through mappings and lists of the document",
+            )
+        key = _key(node, part)
+        if key not in node:
+            if last:
+                return  # a key the file leaves at its default: the schema check decides
+            keys = [str(k) for k in node]
+            hint = difflib.get_close_matches(str(part), keys, n=1)
+            guess = f"; did you mean {describe(hint[0])}?" if hint else ""
+            raise where.error(
+                loc,
+                f"unknown path {text}: {shown} has no key {describe(part)}{guess} "
+                f"(keys there: {', '.join(keys) or 'none'})",
+                expected="a path through keys the document has",
+            )
+        node = node[key]
+        walked += ("." if walked else "") + str(part)
+
+
+def _samples(spec: VarySpec) -> list[Any]:
+    """Values that stand for everything ``spec`` can draw: the ends and every choice."""
+    if spec.between is not None:
+        return list(dict.fromkeys(spec.between))
+    if spec.one_of is not None:
+        return list(spec.one_of)
+    assert spec.list_of is not None  # noqa: S101 - one of three kinds
+    items = _samples(spec.list_of)
+    out: list[Any] = [] if spec.min_size else [[]]
+    out.extend([item] * max(spec.min_size, 1) for item in items)
+    out.append([items[0]] * spec.largest)
+    return out
+
+
+def concrete(loaded: LoadedScenario, document: Any) -> LoadedScenario:
+    """Validate a drawn ``document`` like a loaded file (the ``vary:`` checks excepted)."""
+    try:
+        scenario = Scenario.model_validate(document)
+    except ValidationError as exc:
+        raise from_validation(exc, loaded.where, document) from None
+    check_references(scenario, loaded.where, loaded.folders)
+    return LoadedScenario(scenario, loaded.where, loaded.source, document, loaded.folders)
+
+
+def check_vary(scenario: Scenario, where: Located, document: Any) -> None:
+    """Check every ``vary:`` path and that each choice and range end gives a valid file."""
+    base = LoadedScenario(scenario, where, "", document)
+    for text, spec in scenario.vary.items():
+        loc: tuple[Part, ...] = ("vary", text)
+        parts = parse_path(text)
+        if parts is None:
+            raise where.error(
+                loc,
+                f"bad path {describe(text)}",
+                expected="dotted keys, [n] for list items, e.g. agents.worker.policy.echo.delay",
+            )
+        _walk(document, parts, text, loc, where)
+        for value in _samples(spec):
+            drawn = copy.deepcopy(document)
+            apply_draw(drawn, parts, copy.deepcopy(value))
+            try:
+                concrete(base, drawn)
+            except ScenarioError as exc:
+                if exc.location == format_location(parts) and "unknown key" in exc.problem:
+                    raise where.error(
+                        loc, f"unknown path {text}: {exc.problem}", expected=exc.expected
+                    ) from None
+                inner = f"{exc.location}: " if exc.location else ""
+                raise where.error(
+                    loc,
+                    f"the draw {text} = {describe(value)} gives an invalid scenario: "
+                    f"{inner}{exc.problem}",
+                    expected=exc.expected,
+                ) from None

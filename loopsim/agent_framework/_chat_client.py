@@ -1,0 +1,242 @@
+"""Chat clients across the boundary: loopsim's as agent_framework's, and the reverse."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any
+
+import agent_framework as af
+from agent_framework.observability import ChatTelemetryLayer
+
+from .. import _trace
+from .._clients import ChatClient, RecordingChatClient
+from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
+from ._convert import (
+    to_af_chat_response,
+    to_af_chat_update,
+    to_af_messages,
+    to_af_options,
+    to_loopsim_chat_response,
+    to_loopsim_chat_update,
+    to_loopsim_messages,
+    to_loopsim_options,
+)
+from ._runtime import require_asyncio
+from ._scope import RunScope, current_scope
+from ._tracing import ToolTraceMiddleware
+
+__all__ = ["AgentFrameworkChatClient", "LoopsimChatClient", "as_chat_client", "from_chat_client"]
+
+
+class LoopsimChatClient(
+    af.FunctionInvocationLayer[Any],
+    af.ChatMiddlewareLayer[Any],
+    ChatTelemetryLayer[Any],
+    af.BaseChatClient[Any],
+):
+    """A loopsim :class:`~loopsim.ChatClient` as a real agent_framework chat client.
+
+    Built like a vendor's client (function invocation, chat middleware and telemetry
+    layers over ``BaseChatClient``, in the order upstream's vendor clients use), so
+    ``agent_framework.Agent`` runs tools, middleware and streaming through it as it
+    would for a real model. Each model call reaches
+    ``loopsim_client`` as loopsim messages and options (so ``.requests`` shows what the
+    real Agent sent) and its answer goes back as agent_framework types.
+    """
+
+    OTEL_PROVIDER_NAME = "loopsim"
+
+    def __init__(
+        self,
+        loopsim_client: ChatClient,
+        *,
+        middleware: Sequence[Any] | None = None,
+        function_invocation_configuration: Any = None,
+    ) -> None:
+        super().__init__(
+            middleware=[ToolTraceMiddleware(), *(middleware or ())],
+            function_invocation_configuration=function_invocation_configuration,
+        )
+        self.loopsim_client = loopsim_client
+        # A recording client reports model events itself; the adapter does not repeat them.
+        self._emits = not (isinstance(loopsim_client, RecordingChatClient) and loopsim_client.emit)
+
+    def __repr__(self) -> str:
+        return f"LoopsimChatClient({self.loopsim_client!r})"
+
+    @property
+    def name(self) -> str | None:
+        """The loopsim client's name (used as the agent label outside a traced run)."""
+        name = getattr(self.loopsim_client, "name", None)
+        return name if isinstance(name, str) else None
+
+    def _request(
+        self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
+    ) -> tuple[list[Message], ChatOptions, str | None, str | None]:
+        require_asyncio()
+        agent = scope.agent if scope is not None else self.name
+        session = scope.session if scope is not None else None
+        converted = to_loopsim_messages(messages)
+        chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
+        if self._emits and _trace.observed():
+            _trace.emit(
+                "model_request",
+                agent=agent,
+                session=session,
+                messages=converted,
+                tools=chat_options.tool_names,
+            )
+        return converted, chat_options, agent, session
+
+    def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
+        if self._emits and _trace.observed():
+            _trace.emit(
+                "model_response",
+                agent=agent,
+                session=session,
+                messages=list(response.messages),
+                usage=response.usage,
+                response_id=response.response_id,
+            )
+
+    def _failed(self, exc: BaseException, agent: str | None, session: str | None) -> None:
+        if self._emits:
+            _trace.emit(
+                "model_error",
+                agent=agent,
+                session=session,
+                error=type(exc).__name__,
+                message=str(exc),
+            )
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[af.Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,  # noqa: ARG002 - upstream passes client kwargs we have no use for
+    ) -> (
+        Awaitable[af.ChatResponse[Any]]
+        | af.ResponseStream[af.ChatResponseUpdate, af.ChatResponse[Any]]
+    ):
+        response_format = options.get("response_format")
+        # The run's scope (agent, session) is read now, while the run's middleware holds it:
+        # a stream is iterated later, after that middleware has returned.
+        scope = current_scope()
+        if stream:
+            return self._build_response_stream(
+                self._stream(messages, options, scope), response_format=response_format
+            )
+        return self._get(messages, options, response_format, scope)
+
+    async def _get(
+        self,
+        messages: Sequence[af.Message],
+        options: Mapping[str, Any],
+        response_format: Any,
+        scope: RunScope | None,
+    ) -> af.ChatResponse[Any]:
+        converted, chat_options, agent, session = self._request(messages, options, scope)
+        try:
+            response = await self.loopsim_client.get_response(converted, options=chat_options)
+        except Exception as exc:
+            self._failed(exc, agent, session)
+            raise
+        self._answered(response, agent, session)
+        return to_af_chat_response(response, response_format=response_format)
+
+    async def _stream(
+        self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
+    ) -> AsyncIterator[af.ChatResponseUpdate]:
+        converted, chat_options, agent, session = self._request(messages, options, scope)
+        updates: list[ChatResponseUpdate] = []
+        try:
+            async for update in self.loopsim_client.get_streaming_response(
+                converted, options=chat_options
+            ):
+                updates.append(update)
+                yield to_af_chat_update(update)
+        except Exception as exc:
+            self._failed(exc, agent, session)
+            raise
+        self._answered(ChatResponse.from_updates(updates), agent, session)
+
+
+def as_chat_client(
+    client: ChatClient, *, middleware: Sequence[Any] | None = None
+) -> LoopsimChatClient:
+    """``client`` (any loopsim chat client) as a real agent_framework chat client.
+
+    Example:
+        >>> import agent_framework as af
+        >>> import loopsim
+        >>> from loopsim.agent_framework import as_chat_client
+        >>> scripted = loopsim.ScriptedChatClient(["Hello from the script"])
+        >>> agent = af.Agent(client=as_chat_client(scripted), name="greeter")
+        >>> loopsim.simulate(agent.run, "hi").text
+        'Hello from the script'
+        >>> scripted.requests[0].text
+        'hi'
+    """
+    if isinstance(client, af.BaseChatClient):
+        msg = f"{type(client).__name__} is already an agent_framework chat client"
+        raise TypeError(msg)
+    if not isinstance(client, ChatClient):
+        msg = f"as_chat_client needs a loopsim ChatClient, got {type(client).__name__}"
+        raise TypeError(msg)
+    return LoopsimChatClient(client, middleware=middleware)
+
+
+class AgentFrameworkChatClient:
+    """An agent_framework chat client (a vendor's included) as a loopsim ``ChatClient``.
+
+    loopsim's Agent runs the tools itself, so the tools it offers reach the client as
+    declaration-only FunctionTools, and the client's answer (tool calls included) comes
+    back unchanged.
+    """
+
+    def __init__(self, af_client: Any, *, name: str | None = None) -> None:
+        self.af_client = af_client
+        self.name = name or getattr(af_client, "name", None) or type(af_client).__name__
+
+    def __repr__(self) -> str:
+        return f"AgentFrameworkChatClient({type(self.af_client).__name__}, name={self.name!r})"
+
+    async def get_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Send the request through the agent_framework client."""
+        response = await self.af_client.get_response(
+            to_af_messages(messages), options=to_af_options(options)
+        )
+        return to_loopsim_chat_response(response)
+
+    async def get_streaming_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Stream the request through the agent_framework client."""
+        stream = self.af_client.get_response(
+            to_af_messages(messages), stream=True, options=to_af_options(options)
+        )
+        async for update in stream:
+            yield to_loopsim_chat_update(update)
+
+
+def from_chat_client(af_client: Any, *, name: str | None = None) -> AgentFrameworkChatClient:
+    """``af_client`` (any agent_framework chat client) as a loopsim ``ChatClient``.
+
+    Example:
+        >>> import loopsim
+        >>> from loopsim.agent_framework import as_chat_client, from_chat_client
+        >>> inner = loopsim.ScriptedChatClient(["pong"])
+        >>> recorder = loopsim.RecordingChatClient(from_chat_client(as_chat_client(inner)))
+        >>> loopsim.simulate(loopsim.Agent(recorder, name="a").run, "ping").text
+        'pong'
+    """
+    if not callable(getattr(af_client, "get_response", None)):
+        msg = (
+            f"from_chat_client needs an agent_framework chat client, got {type(af_client).__name__}"
+        )
+        raise TypeError(msg)
+    return AgentFrameworkChatClient(af_client, name=name)

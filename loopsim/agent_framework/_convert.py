@@ -1,0 +1,444 @@
+"""Conversions between loopsim's message types and agent_framework's, both ways.
+
+Every loopsim content kind maps to one agent_framework content type and back without
+loss (``to_loopsim_content(to_af_content(c)) == c``). Where agent_framework keeps less
+than loopsim (a function result is text there), the loopsim value rides along in the
+content's ``additional_properties`` under :data:`RESULT_KEY`, so it comes back intact.
+
+Two documented normalizations: ``Usage(additional_counts={})`` comes back with
+``additional_counts=None`` (agent_framework's usage is one flat dict), and an
+agent_framework content kind loopsim has no model for is a :class:`ConversionError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import agent_framework as af
+from pydantic import BaseModel
+
+from .._errors import LoopsimError
+from .._messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    ErrorContent,
+    FunctionApprovalRequestContent,
+    FunctionApprovalResponseContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    TextContent,
+    UriContent,
+    Usage,
+    UsageContent,
+)
+
+__all__ = [
+    "RESULT_KEY",
+    "ConversionError",
+    "to_af_agent_response",
+    "to_af_chat_response",
+    "to_af_chat_update",
+    "to_af_content",
+    "to_af_message",
+    "to_af_messages",
+    "to_af_options",
+    "to_af_usage",
+    "to_loopsim_agent_response",
+    "to_loopsim_agent_update",
+    "to_loopsim_chat_response",
+    "to_loopsim_chat_update",
+    "to_loopsim_content",
+    "to_loopsim_message",
+    "to_loopsim_messages",
+    "to_loopsim_options",
+    "to_loopsim_usage",
+]
+
+#: additional_properties key holding a function result's loopsim value (JSON data).
+RESULT_KEY = "loopsim_result"
+#: additional_properties key marking a declaration-only tool made from a loopsim tool.
+TOOL_KEY = "loopsim_tool"
+
+_USAGE_NAMES = {
+    "input_tokens": "input_token_count",
+    "output_tokens": "output_token_count",
+    "total_tokens": "total_token_count",
+    "cached_input_tokens": "cache_read_input_token_count",
+    "reasoning_tokens": "reasoning_output_token_count",
+}
+_USAGE_FIELDS = {af_name: name for name, af_name in _USAGE_NAMES.items()}
+
+
+class ConversionError(LoopsimError, ValueError):
+    """A value that has no counterpart on the other side (an unknown content kind...)."""
+
+
+# -- usage ----------------------------------------------------------------------------------
+
+
+def to_af_usage(usage: Usage) -> af.UsageDetails:
+    """loopsim ``Usage`` as agent_framework ``UsageDetails`` (extra counters at top level)."""
+    details: dict[str, int | None] = {}
+    for name, af_name in _USAGE_NAMES.items():
+        value = getattr(usage, name)
+        if value is not None:
+            details[af_name] = value
+    for key, value in (usage.additional_counts or {}).items():
+        if key in _USAGE_FIELDS:
+            msg = (
+                f"Usage.additional_counts[{key!r}] clashes with agent_framework's standard "
+                f"counter {key!r}; set Usage.{_USAGE_FIELDS[key]} instead"
+            )
+            raise ConversionError(msg)
+        details[key] = value
+    return details  # type: ignore[return-value] # UsageDetails is an open TypedDict
+
+
+def to_loopsim_usage(details: Mapping[str, Any] | None) -> Usage | None:
+    """agent_framework ``UsageDetails`` as loopsim ``Usage`` (None stays None)."""
+    if details is None:
+        return None
+    fields: dict[str, Any] = {}
+    extra: dict[str, int] = {}
+    for key, value in details.items():
+        if key in _USAGE_FIELDS:
+            fields[_USAGE_FIELDS[key]] = value
+        elif value is not None:
+            extra[key] = int(value)
+    return Usage(**fields, additional_counts=extra or None)
+
+
+# -- contents -------------------------------------------------------------------------------
+
+
+def _af_call(call: FunctionCallContent) -> af.Content:
+    return af.Content.from_function_call(call.call_id, call.name, arguments=dict(call.arguments))
+
+
+def to_af_content(content: Content) -> af.Content:
+    """One loopsim content as an agent_framework ``Content``."""
+    if isinstance(content, TextContent):
+        return af.Content.from_text(content.text)
+    if isinstance(content, FunctionCallContent):
+        return _af_call(content)
+    if isinstance(content, FunctionResultContent):
+        return af.Content.from_function_result(
+            content.call_id,
+            result=content.result,
+            exception=content.error,
+            additional_properties={RESULT_KEY: content.result},
+        )
+    if isinstance(content, FunctionApprovalRequestContent):
+        return af.Content.from_function_approval_request(
+            content.id, _af_call(content.function_call)
+        )
+    if isinstance(content, FunctionApprovalResponseContent):
+        answered = _af_call(content.function_call)
+        answered.id = content.id  # the occurrence the answer is for (see the request side)
+        return af.Content.from_function_approval_response(content.approved, content.id, answered)
+    if isinstance(content, ErrorContent):
+        return af.Content.from_error(message=content.message)
+    if isinstance(content, DataContent):
+        return af.Content.from_data(content.data, content.media_type)
+    if isinstance(content, UriContent):
+        # Built directly: from_uri turns a data: URI into data content and checks schemes.
+        return af.Content("uri", uri=content.uri, media_type=content.media_type)
+    if isinstance(content, UsageContent):
+        return af.Content.from_usage(to_af_usage(content.usage))
+    msg = f"no agent_framework content for {type(content).__name__}"  # pragma: no cover
+    raise ConversionError(msg)  # pragma: no cover - the union above is exhaustive
+
+
+def _arguments(content: af.Content) -> dict[str, Any]:
+    raw = content.arguments
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            msg = (
+                f"function call {content.call_id!r} ({content.name!r}) has arguments "
+                f"that are not JSON: {raw!r}"
+            )
+            raise ConversionError(msg) from exc
+    else:
+        parsed = dict(raw)
+    if not isinstance(parsed, dict):
+        msg = (
+            f"function call {content.call_id!r} ({content.name!r}) arguments must be "
+            f"a JSON object, got {raw!r}"
+        )
+        raise ConversionError(msg)
+    return parsed
+
+
+def _loopsim_call(content: af.Content | None) -> FunctionCallContent:
+    if content is None or content.type != "function_call":
+        msg = "a function approval content needs a function_call"
+        raise ConversionError(msg)
+    return FunctionCallContent(
+        call_id=content.call_id or "", name=content.name or "", arguments=_arguments(content)
+    )
+
+
+def _data_bytes(content: af.Content) -> bytes:
+    uri = content.uri or ""
+    head, sep, payload = uri.partition(",")
+    if not sep or not head.endswith(";base64"):
+        msg = f"data content needs a base64 data: URI, got {uri[:40]!r}"
+        raise ConversionError(msg)
+    try:
+        return base64.b64decode(payload.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        msg = f"data content has invalid base64: {uri[:40]!r}"
+        raise ConversionError(msg) from exc
+
+
+def to_loopsim_content(content: af.Content) -> Content:
+    """One agent_framework ``Content`` as a loopsim content."""
+    kind = content.type
+    if kind == "text":
+        return TextContent(text=content.text or "")
+    if kind == "function_call":
+        return _loopsim_call(content)
+    if kind == "function_result":
+        props = content.additional_properties or {}
+        result = props.get(RESULT_KEY, content.result)
+        return FunctionResultContent(
+            call_id=content.call_id or "", result=result, error=content.exception
+        )
+    if kind == "function_approval_request":
+        # agent_framework binds the answer to the call's occurrence id (function_call.id):
+        # that is the id loopsim's host answers with, and it comes back on the call.
+        call = content.function_call
+        occurrence = getattr(call, "id", None) if call is not None else None
+        return FunctionApprovalRequestContent(
+            id=occurrence or content.id or "", function_call=_loopsim_call(call)
+        )
+    if kind == "function_approval_response":
+        return FunctionApprovalResponseContent(
+            id=content.id or "",
+            approved=bool(content.approved),
+            function_call=_loopsim_call(content.function_call),
+        )
+    if kind == "error":
+        return ErrorContent(message=content.message or content.error_details or "")
+    if kind == "data":
+        return DataContent(data=_data_bytes(content), media_type=content.media_type or "")
+    if kind == "uri":
+        return UriContent(uri=content.uri or "", media_type=content.media_type)
+    if kind == "usage":
+        usage = to_loopsim_usage(content.usage_details) or Usage()
+        return UsageContent(usage=usage)
+    msg = (
+        f"agent_framework content of type {kind!r} has no loopsim counterpart "
+        "(loopsim knows text, function_call, function_result, function_approval_request, "
+        "function_approval_response, error, data, uri and usage)"
+    )
+    raise ConversionError(msg)
+
+
+# -- messages -------------------------------------------------------------------------------
+
+
+def to_af_message(message: Message) -> af.Message:
+    """A loopsim message as an agent_framework ``Message``."""
+    return af.Message(
+        message.role,
+        [to_af_content(c) for c in message.contents],
+        author_name=message.author_name,
+        message_id=message.message_id,
+    )
+
+
+def to_af_messages(messages: Sequence[Message]) -> list[af.Message]:
+    return [to_af_message(m) for m in messages]
+
+
+def to_loopsim_message(message: af.Message) -> Message:
+    """An agent_framework ``Message`` as a loopsim message."""
+    return Message(
+        str(message.role),
+        [to_loopsim_content(c) for c in message.contents],
+        author_name=message.author_name,
+        message_id=message.message_id,
+    )
+
+
+def to_loopsim_messages(messages: Sequence[af.Message]) -> list[Message]:
+    return [to_loopsim_message(m) for m in messages]
+
+
+# -- responses and updates ------------------------------------------------------------------
+
+
+def to_af_chat_response(
+    response: ChatResponse, *, response_format: Any = None
+) -> af.ChatResponse[Any]:
+    """A loopsim chat response as agent_framework's (``response_format`` parses ``.value``)."""
+    return af.ChatResponse(
+        messages=to_af_messages(response.messages),
+        response_id=response.response_id,
+        usage_details=None if response.usage is None else to_af_usage(response.usage),
+        response_format=response_format,
+    )
+
+
+def to_loopsim_chat_response(response: af.ChatResponse[Any]) -> ChatResponse:
+    return ChatResponse(
+        to_loopsim_messages(response.messages),
+        response_id=response.response_id,
+        usage=to_loopsim_usage(response.usage_details),
+    )
+
+
+def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
+    return af.ChatResponseUpdate(
+        contents=[to_af_content(c) for c in update.contents],
+        role=update.role,  # type: ignore[arg-type] # loopsim roles are free strings
+        author_name=update.author_name,
+        response_id=update.response_id,
+        message_id=update.message_id,
+    )
+
+
+def to_loopsim_chat_update(update: af.ChatResponseUpdate) -> ChatResponseUpdate:
+    return ChatResponseUpdate(
+        str(update.role or "assistant"),
+        [to_loopsim_content(c) for c in update.contents],
+        author_name=update.author_name,
+        message_id=update.message_id,
+        response_id=update.response_id,
+    )
+
+
+def to_af_agent_response(response: AgentResponse) -> af.AgentResponse[Any]:
+    return af.AgentResponse(
+        messages=to_af_messages(response.messages),
+        response_id=response.response_id,
+        agent_id=response.agent_id,
+        usage_details=None if response.usage is None else to_af_usage(response.usage),
+        value=response.value,
+        additional_properties=dict(response.additional_properties),
+    )
+
+
+def to_loopsim_agent_response(response: af.AgentResponse[Any]) -> AgentResponse:
+    value = response.value
+    return AgentResponse(
+        to_loopsim_messages(response.messages),
+        response_id=response.response_id,
+        agent_id=response.agent_id,
+        usage=to_loopsim_usage(response.usage_details),
+        value=value,
+        additional_properties=dict(response.additional_properties or {}),
+    )
+
+
+def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpdate:
+    return AgentResponseUpdate(
+        str(update.role or "assistant"),
+        [to_loopsim_content(c) for c in update.contents],
+        author_name=update.author_name,
+        message_id=update.message_id,
+        response_id=update.response_id,
+        agent_id=update.agent_id,
+    )
+
+
+# -- options --------------------------------------------------------------------------------
+
+_OPTION_FIELDS = ("instructions", "tools", "response_format")
+
+
+_DECLARED: weakref.WeakKeyDictionary[Any, af.FunctionTool] = weakref.WeakKeyDictionary()
+
+
+def _declared_tool(tool: Any) -> Any:
+    """A loopsim tool as a declaration-only agent_framework FunctionTool (the caller runs it).
+
+    One declaration per tool object (cached), so converting options twice gives equal options.
+    """
+    if isinstance(tool, af.FunctionTool):
+        return tool
+    try:
+        return _DECLARED[tool]
+    except (KeyError, TypeError):
+        pass
+    parameters = getattr(tool, "parameters", None)
+    declared = af.FunctionTool(
+        name=tool.name,
+        description=getattr(tool, "description", "") or "",
+        input_model=parameters if isinstance(parameters, Mapping) else None,
+        additional_properties={TOOL_KEY: tool},
+    )
+    with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced
+        _DECLARED[tool] = declared
+    return declared
+
+
+def _loopsim_tool(tool: Any) -> Any:
+    props = getattr(tool, "additional_properties", None)
+    if isinstance(props, Mapping) and TOOL_KEY in props:
+        return props[TOOL_KEY]
+    return tool
+
+
+def to_af_options(options: ChatOptions | None) -> dict[str, Any]:
+    """loopsim ``ChatOptions`` as an agent_framework options dict.
+
+    ``additional_properties`` become top-level option keys (``temperature``, ``model``...);
+    loopsim tools become declaration-only FunctionTools (loopsim's Agent runs them).
+    ``agent_name``/``session_id`` are loopsim's own bookkeeping and are not sent.
+    """
+    if options is None:
+        return {}
+    result: dict[str, Any] = dict(options.additional_properties)
+    if options.instructions is not None:
+        result["instructions"] = options.instructions
+    if options.tools:
+        result["tools"] = [_declared_tool(t) for t in options.tools]
+    if options.response_format is not None:
+        result["response_format"] = options.response_format
+    return result
+
+
+def to_loopsim_options(
+    options: Mapping[str, Any] | None,
+    *,
+    agent_name: str | None = None,
+    session_id: str | None = None,
+) -> ChatOptions:
+    """An agent_framework options dict as loopsim ``ChatOptions`` (other keys kept aside)."""
+    options = dict(options or {})
+    tools = options.get("tools") or ()
+    if not isinstance(tools, Sequence):
+        tools = [tools]
+    response_format = options.get("response_format")
+    extra = {k: v for k, v in options.items() if k not in _OPTION_FIELDS}
+    if response_format is not None and not (
+        isinstance(response_format, type) and issubclass(response_format, BaseModel)
+    ):
+        extra["response_format"] = response_format  # a JSON-schema mapping: kept as it came
+        response_format = None
+    return ChatOptions(
+        instructions=options.get("instructions"),
+        tools=[_loopsim_tool(t) for t in tools],
+        response_format=response_format,
+        additional_properties=extra,
+        agent_name=agent_name,
+        session_id=session_id,
+    )

@@ -1,0 +1,338 @@
+"""Transcript events for real agent_framework runs, observed through its public seams.
+
+* model_request / model_response / model_error: the chat-client adapter
+  (``LoopsimChatClient``) reports each model call it answers.
+* tool_call / tool_result: :class:`ToolTraceMiddleware`, a function middleware every
+  ``LoopsimChatClient`` carries.
+* session_created, task_status: :class:`RunTraceMiddleware`, an agent middleware that
+  :func:`instrument` appends to an agent; after every run and every tool call it compares
+  each BackgroundAgentsProvider's task records in the session with what it last saw.
+* loop_iteration_start / evaluator_decision / loop_stop: :func:`instrument` wraps each
+  ``AgentLoopMiddleware``'s ``should_continue`` predicate (the user's function, called as
+  before) and puts a boundary middleware just outside the loop (non-streaming runs).
+* process_restart: :func:`process_restart`, called by whoever simulates the restart.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import agent_framework as af
+from pydantic import BaseModel
+
+from .. import _trace
+from .._agents._base import maybe_await
+from ._runtime import require_asyncio
+from ._scope import RunScope, current_scope, run_scope
+from ._upstream import provider_agents
+
+__all__ = [
+    "RunTraceMiddleware",
+    "ToolTraceMiddleware",
+    "agent_label",
+    "instrument",
+    "process_restart",
+]
+
+_INSTRUMENTED = "__loopsim_instrumented__"
+_WRAPPED = "__loopsim_predicate__"
+
+
+def agent_label(agent: Any) -> str:
+    """An agent's name in events: its name, else its id."""
+    return str(getattr(agent, "name", None) or getattr(agent, "id", None) or type(agent).__name__)
+
+
+def process_restart() -> None:
+    """Report a simulated process restart (the host drops the runtime and restores)."""
+    _trace.emit("process_restart")
+
+
+# -- background task status ------------------------------------------------------------------
+
+
+def _seen(trace: _trace.Trace) -> dict[tuple[str, str], dict[int, str]]:
+    seen: dict[tuple[str, str], dict[int, str]] = trace.resources.setdefault(
+        "agent_framework.tasks", {}
+    )
+    return seen
+
+
+def report_tasks(agent: Any, session: Any) -> None:
+    """Emit task_status for every task whose recorded status changed since last seen."""
+    trace = _trace.active()
+    if trace is None or not trace.observed or session is None:
+        return
+    session_id = getattr(session, "session_id", None)
+    state = getattr(session, "state", None)
+    if not isinstance(session_id, str) or not isinstance(state, Mapping):
+        return
+    for provider in getattr(agent, "context_providers", None) or ():
+        if not isinstance(provider, af.BackgroundAgentsProvider):
+            continue
+        source_id = provider.source_id
+        records = (state.get(source_id) or {}).get("tasks", [])
+        seen = _seen(trace).setdefault((session_id, source_id), {})
+        current: dict[int, dict[str, Any]] = {int(r["id"]): r for r in records}
+        for task_id in sorted(current):
+            record = current[task_id]
+            status = str(record["status"])
+            if seen.get(task_id) != status:
+                seen[task_id] = status
+                _emit_task(source_id, session_id, record, status)
+        for task_id in sorted(set(seen) - set(current)):
+            if seen[task_id] != "cleared":
+                seen[task_id] = "cleared"
+                _emit_task(source_id, session_id, {"id": task_id}, "cleared")
+
+
+def _emit_task(source_id: str, session_id: str, record: Mapping[str, Any], status: str) -> None:
+    _trace.emit(
+        "task_status",
+        provider=source_id,
+        session=session_id,
+        task_id=record["id"],
+        agent=record.get("agent_name"),
+        description=record.get("description"),
+        status=status,
+        result=record.get("result_text"),
+        error=record.get("error_text"),
+    )
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+def _arguments(arguments: Any) -> Any:
+    if isinstance(arguments, BaseModel):
+        return arguments.model_dump(mode="json")
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    return arguments
+
+
+def _result(result: Any) -> Any:
+    if isinstance(result, list) and all(isinstance(c, af.Content) for c in result):
+        return "\n".join(c.text for c in result if c.type == "text" and c.text)
+    if isinstance(result, af.Content):
+        return result.text if result.type == "text" else result.to_dict()
+    return result
+
+
+class ToolTraceMiddleware(af.FunctionMiddleware):
+    """Reports each tool the function-invocation layer runs (tool_call, tool_result)."""
+
+    async def process(
+        self, context: af.FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        if not _trace.observed():
+            await call_next()
+            return
+        scope = current_scope()
+        session = context.session
+        session_id = getattr(session, "session_id", None) or (scope.session if scope else None)
+        agent = scope.agent if scope is not None else None
+        call_id = context.metadata.get("call_id")
+        name = context.function.name
+        _trace.emit(
+            "tool_call",
+            agent=agent,
+            session=session_id,
+            call_id=call_id,
+            name=name,
+            arguments=_arguments(context.arguments),
+        )
+        try:
+            await call_next()
+        except Exception as exc:
+            _trace.emit(
+                "tool_result",
+                agent=agent,
+                session=session_id,
+                call_id=call_id,
+                name=name,
+                result=None,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            raise
+        _trace.emit(
+            "tool_result",
+            agent=agent,
+            session=session_id,
+            call_id=call_id,
+            name=name,
+            result=_result(context.result),
+            error=None,
+        )
+        if scope is not None and scope.agent_object is not None:
+            report_tasks(scope.agent_object, session)
+
+
+# -- runs and loops ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _LoopState:
+    agent: Any
+    loop: str
+    iteration: int = 0
+    last_decision: str | None = None
+    iterations_seen: list[int] = field(default_factory=list)
+
+
+_loop_state: ContextVar[_LoopState | None] = ContextVar("loopsim_af_loop", default=None)
+
+
+class RunTraceMiddleware(af.AgentMiddleware):
+    """Innermost agent middleware: sets the run scope, reports sessions, iterations, tasks."""
+
+    async def process(
+        self, context: af.AgentContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        require_asyncio()
+        agent = context.agent
+        session = context.session
+        session_id = getattr(session, "session_id", None)
+        label = agent_label(agent)
+        trace = _trace.active()
+        if trace is not None and trace.observed and isinstance(session_id, str):
+            known: set[str] = trace.resources.setdefault("agent_framework.sessions", set())
+            if session_id not in known:
+                known.add(session_id)
+                _trace.emit("session_created", agent=label, session=session_id)
+        loop = _loop_state.get()
+        if loop is not None and loop.agent is agent:
+            loop.iteration += 1
+            _trace.emit("loop_iteration_start", loop=loop.loop, iteration=loop.iteration)
+        scope = RunScope(label, session_id, agent)
+        with run_scope(scope):
+            report_tasks(agent, session)
+            try:
+                await call_next()
+            finally:
+                report_tasks(agent, session)
+
+
+class _LoopBoundary(af.AgentMiddleware):
+    """Sits just outside an AgentLoopMiddleware: opens the loop's state, reports its stop."""
+
+    def __init__(self, loop: af.AgentLoopMiddleware) -> None:
+        self.loop = loop
+
+    async def process(
+        self, context: af.AgentContext, call_next: Callable[[], Awaitable[None]]
+    ) -> None:
+        if context.stream:  # the loop runs while the caller iterates: not observed here
+            await call_next()
+            return
+        state = _LoopState(agent=context.agent, loop=agent_label(context.agent))
+        token = _loop_state.set(state)
+        reason = "error"
+        try:
+            await call_next()
+            if _pending_approval(context.result):
+                reason = "approval_pending"
+            elif state.last_decision == "stop":
+                reason = "evaluators_stopped"
+            else:
+                reason = "max_iterations"
+        except BaseException as exc:
+            reason = "cancelled" if _is_cancel(exc) else "error"
+            raise
+        finally:
+            _loop_state.reset(token)
+            _trace.emit("loop_stop", loop=state.loop, reason=reason, iterations=state.iteration)
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    import asyncio  # noqa: PLC0415 - only on the error path
+
+    return isinstance(exc, asyncio.CancelledError)
+
+
+def _pending_approval(result: Any) -> bool:
+    messages = getattr(result, "messages", None) or ()
+    return any(
+        getattr(c, "type", None) == "function_approval_request"
+        for m in messages
+        for c in getattr(m, "contents", ())
+    )
+
+
+def _callable_name(fn: Any) -> str:
+    # A private closure made by a factory (``background_tasks_running()`` returns
+    # ``background_tasks_running.<locals>._should_continue``) is named after its factory.
+    name = str(getattr(fn, "__name__", None) or type(fn).__name__)
+    qualname = str(getattr(fn, "__qualname__", None) or "")
+    if name.startswith("_") and ".<locals>." in qualname:
+        return qualname.split(".<locals>.")[-2].rsplit(".", 1)[-1]
+    return name
+
+
+def _wrap_predicate(loop: af.AgentLoopMiddleware) -> None:
+    original = loop.should_continue
+    if getattr(original, _WRAPPED, None) is not None:
+        return
+    name = _callable_name(original)
+
+    @functools.wraps(original)
+    async def should_continue(**kwargs: Any) -> Any:
+        verdict = await maybe_await(original(**kwargs))
+        state = _loop_state.get()
+        if isinstance(verdict, tuple) and len(verdict) == 2:
+            keep_going, feedback = bool(verdict[0]), verdict[1]
+        else:
+            keep_going, feedback = bool(verdict), None
+        decision = "continue" if keep_going else "stop"
+        if state is not None:
+            state.last_decision = decision
+        _trace.emit(
+            "evaluator_decision",
+            loop=state.loop if state is not None else agent_label(kwargs.get("agent")),
+            iteration=kwargs.get("iteration"),
+            index=0,
+            evaluator=name,
+            decision=decision,
+            feedback=None if feedback is None else str(feedback),
+        )
+        return verdict
+
+    setattr(should_continue, _WRAPPED, original)
+    loop.should_continue = should_continue
+
+
+def instrument(agent: Any) -> Any:
+    """Make a real agent_framework agent observable by loopsim's transcripts; returns it.
+
+    Adds the tracing middleware to ``agent`` (and, through its BackgroundAgentsProvider,
+    to its child agents), wraps the ``should_continue`` of each ``AgentLoopMiddleware`` it
+    has so decisions are reported, and is idempotent. Behaviour is unchanged: the
+    middleware only observes. Tools and model calls are reported by the chat client
+    from :func:`~loopsim.agent_framework.as_chat_client`.
+    """
+    if getattr(agent, _INSTRUMENTED, False):
+        return agent
+    if not hasattr(agent, "middleware") or not callable(getattr(agent, "run", None)):
+        msg = f"instrument needs an agent_framework Agent, got {type(agent).__name__}"
+        raise TypeError(msg)
+    # Upstream re-reads ``agent.middleware`` on every run (categorizing it then), so the
+    # tracing middleware goes into that public list.
+    rebuilt: list[Any] = []
+    for item in list(agent.middleware or ()):
+        if isinstance(item, af.AgentLoopMiddleware):
+            _wrap_predicate(item)
+            rebuilt.append(_LoopBoundary(item))
+        rebuilt.append(item)
+    rebuilt.append(RunTraceMiddleware())
+    agent.middleware = rebuilt
+    setattr(agent, _INSTRUMENTED, True)
+    for provider in getattr(agent, "context_providers", None) or ():
+        if isinstance(provider, af.BackgroundAgentsProvider):
+            for child in provider_agents(provider):
+                if isinstance(getattr(child, "agent_middleware", None), list):
+                    instrument(child)
+    return agent

@@ -1,0 +1,67 @@
+"""The agent_framework names loopsim relies on still exist (an upgrade that moves one fails here).
+
+Private names live in loopsim.agent_framework._upstream; the public seams are listed too,
+so a renamed hook or layer shows up as one clear failure instead of odd behaviour.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import agent_framework as af
+import pytest
+from agent_framework import observability
+
+from loopsim.agent_framework import _upstream
+
+
+@pytest.mark.parametrize("module_name", _upstream.UUID4_MODULES)
+def test_modules_that_bind_uuid4_by_name_still_do(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert hasattr(module, "uuid4"), f"{module_name}.uuid4 is gone: update _upstream.UUID4_MODULES"
+
+
+def test_background_provider_keeps_its_children_where_loopsim_reads_them() -> None:
+    child = af.Agent(client=None, name="child", description="c")  # type: ignore[arg-type]
+    provider = af.BackgroundAgentsProvider([child])
+    assert _upstream.provider_agents(provider) == [child]
+    assert isinstance(getattr(provider, _upstream.PROVIDER_AGENTS_ATTRIBUTE), dict)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "BaseChatClient",
+        "FunctionInvocationLayer",
+        "ChatMiddlewareLayer",
+        "ChatMiddleware",
+        "FunctionMiddleware",
+        "AgentMiddleware",
+        "AgentLoopMiddleware",
+        "BackgroundAgentsProvider",
+        "AgentSession",
+        "Content",
+        "Message",
+        "ChatResponse",
+        "ChatResponseUpdate",
+        "AgentResponse",
+        "AgentResponseUpdate",
+        "ResponseStream",
+        "FunctionTool",
+        "UsageDetails",
+    ],
+)
+def test_public_seams_exist(name: str) -> None:
+    assert getattr(af, name) is not None
+
+
+def test_the_seams_have_the_members_loopsim_uses() -> None:
+    assert hasattr(observability, "ChatTelemetryLayer")
+    loop = af.AgentLoopMiddleware(lambda **_: False)
+    assert callable(loop.should_continue)
+    assert hasattr(af.BaseChatClient, "_inner_get_response")  # the documented subclass hook
+    assert hasattr(af.BaseChatClient, "_build_response_stream")
+    agent = af.Agent(client=None, name="a")  # type: ignore[arg-type]
+    assert hasattr(agent, "middleware")  # re-read on every run
+    assert "call_id" in inspect.getsource(importlib.import_module("agent_framework._tools"))

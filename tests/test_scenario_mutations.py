@@ -1,0 +1,148 @@
+"""Every expectation key each shipped scenario uses catches a change of the outcome it checks.
+
+For each shipped scenario (``scenarios/*.loopsim.yaml``) the real run is taken, then its
+outcome is changed one aspect at a time — a task in another status, one more iteration,
+another stop reason, one more model call, a different response, another elapsed time, one
+more event — and the check must fail at the key that looks at that aspect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopsim._scenario import load_scenario
+from loopsim._scenario._check import Seen, check_block
+from loopsim._scenario._run import execute
+from loopsim._scenario._schema import STOP_REASONS, TASK_STATUSES, RangeSpec, StepExpect
+from loopsim._trace import Event
+
+SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.loopsim.yaml"))
+CHECKING_KEYS = (
+    "iterations",
+    "stop_reason",
+    "calls",
+    "tasks",
+    "task_counts",
+    "task_history",
+    "events",
+    "elapsed",
+    "response",
+    "surfaced",
+    "error",
+)
+
+
+def _other(value: str, choices: tuple[str, ...]) -> str:
+    return next(c for c in choices if c != value)
+
+
+def _text_mutations(key: str, spec: Any, text: str | None) -> Iterator[tuple[str, Any]]:
+    if spec.equals is not None:
+        yield f"{key}.equals", (text or "") + " (changed)"
+    for index, part in enumerate(spec.contains or ()):
+        yield f"{key}.contains[{index}]", (text or "").replace(part, "")
+    for index, part in enumerate(spec.not_contains or ()):
+        yield f"{key}.not_contains[{index}]", (text or "") + part
+
+
+def _task_event(seen: Seen, task_id: int, status: str) -> Event:
+    last = seen.events[-1] if seen.events else None
+    seq = 1 if last is None else last.seq + 1
+    return Event(
+        seq,
+        0.0 if last is None else last.time,
+        "task_status",
+        {"task_id": task_id, "status": status},
+    )
+
+
+def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
+    """(the key that must catch it, the changed outcome) for every key ``expect`` uses."""
+    change = dataclasses.replace
+    if expect.iterations is not None:
+        yield "iterations", change(seen, iterations=(seen.iterations or 0) + 1)
+    if expect.stop_reason is not None:
+        yield "stop_reason", change(seen, stop_reason=_other(expect.stop_reason, STOP_REASONS))
+    for agent in expect.calls or {}:
+        yield (
+            f"calls.{agent}",
+            change(seen, calls={**seen.calls, agent: seen.calls.get(agent, 0) + 1}),
+        )
+    for task_id, status in (expect.tasks or {}).items():
+        yield (
+            f"tasks[{task_id}]",
+            change(seen, tasks={**seen.tasks, task_id: _other(status, TASK_STATUSES)}),
+        )
+    for status in expect.task_counts or {}:
+        extra = max(seen.tasks, default=0) + 1
+        yield f"task_counts.{status}", change(seen, tasks={**seen.tasks, extra: status})
+    for task_id, statuses in (expect.task_history or {}).items():
+        after = _other(statuses[-1], ("failed", "lost"))
+        yield (
+            f"task_history[{task_id}]",
+            change(seen, events=[*seen.events, _task_event(seen, task_id, after)]),
+        )
+    for index, counted in enumerate(expect.events or ()):
+        matching = [e for e in seen.events if counted.matches(e.kind, e.data)]
+        wanted = counted.count
+        if isinstance(wanted, RangeSpec) and wanted.max is None:
+            changed = [e for e in seen.events if e not in matching]  # below the min
+        else:
+            template = matching[0] if matching else Event(1, 0.0, counted.kind, dict(counted.where))
+            changed = [*seen.events, *([template] * (len(matching) + 1))]
+        yield f"events[{index}].count", change(seen, events=changed)
+    if expect.elapsed is not None:
+        elapsed = expect.elapsed
+        if isinstance(elapsed, RangeSpec):
+            if elapsed.max is not None:
+                yield "elapsed.max", change(seen, elapsed=elapsed.max + 1)
+            if elapsed.min is not None:
+                yield "elapsed.min", change(seen, elapsed=elapsed.min - 1)
+        else:
+            yield "elapsed", change(seen, elapsed=seen.elapsed + 1)
+    if expect.response is not None:
+        for key, text in _text_mutations("response", expect.response, seen.response):
+            yield key, change(seen, response=text)
+    if expect.surfaced is not None:
+        for key, text in _text_mutations("surfaced", expect.surfaced, seen.surfaced):
+            yield key, change(seen, surfaced=text)
+    if expect.error is not None:
+        yield "error", change(seen, error=None)
+
+
+def _cases() -> Iterator[Any]:
+    for path in SCENARIOS:
+        yield pytest.param(path, id=path.name.removesuffix(".loopsim.yaml"))
+
+
+@pytest.mark.parametrize("path", list(_cases()))
+def test_each_key_a_shipped_scenario_uses_catches_a_changed_outcome(path: Path) -> None:
+    loaded = load_scenario(path)
+    run = execute(loaded)
+    seen = Seen.at_end(run)
+    blocks = [(key, getattr(loaded.scenario, key)) for key in ("expect", "always")]
+    used = 0
+    for block, expect in blocks:
+        if expect is None:
+            continue
+        assert check_block(loaded, expect, seen, (block,)) == [], "the real run must pass"
+        for key, changed in mutations(expect, seen):
+            used += 1
+            caught = [f.location for f in check_block(loaded, expect, changed, (block,))]
+            # other keys may see the same change (an extra lost event is a history too)
+            assert f"{block}.{key}" in caught, f"{block}.{key} did not catch its change"
+    keys = {
+        k for _, e in blocks if e is not None for k in CHECKING_KEYS if getattr(e, k) is not None
+    }
+    assert used >= len(keys) >= 1, f"{path.name} checks nothing of its outcome"
+
+
+def test_the_table_covers_every_checking_key() -> None:
+    # A key added to the expectations but not to this table would go unexercised here.
+    fields = set(StepExpect.model_fields)
+    assert fields == set(CHECKING_KEYS)
