@@ -16,6 +16,7 @@ next one ends the run).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
@@ -26,7 +27,13 @@ import anyio
 from . import _trace
 from ._errors import UserCodeAbortError, VirtualTimeLimitError
 
-__all__ = ["bound_evaluate", "is_real_interrupt", "origin_of", "user_code_failure"]
+__all__ = [
+    "bound_evaluate",
+    "is_cancellation",
+    "is_real_interrupt",
+    "origin_of",
+    "user_code_failure",
+]
 
 # Modules whose frames are machinery, never "the user's code".
 _MACHINERY = (
@@ -102,6 +109,20 @@ def is_real_interrupt(exc: BaseException) -> bool:
     """True for a ``KeyboardInterrupt`` that a signal raised in the loop's own code."""
     leaf = _leaf(exc)
     return isinstance(leaf, KeyboardInterrupt) and _user_frame(leaf.__traceback__) is None
+
+
+def is_cancellation(exc: BaseException, *scopes: anyio.CancelScope) -> bool:
+    """True when ``exc`` is a real cancellation: the async library's cancellation class,
+    with a cancel in effect (one of ``scopes``, or any scope around the caller).
+
+    A ``CancelledError`` that user code raises by itself is no cancellation: anyio task
+    groups would swallow it as one, and the run would pass for no reason.
+    """
+    if not isinstance(exc, anyio.get_cancelled_exc_class()):
+        return False
+    if any(scope.cancel_called for scope in scopes):
+        return True
+    return anyio.current_effective_deadline() == -math.inf
 
 
 def user_code_failure(

@@ -247,7 +247,7 @@ def test_loopsim_run_reports_a_failed_scenario_not_zero_scenarios(
 def test_bad_limits_are_located_errors(limits: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message) as caught:
         load_scenario_text(scenario(limits=limits))
-    assert caught.value.line == 6
+    assert caught.value.line == 8
 
 
 def test_the_limits_of_docs_limits_md_load(tmp_path: Path) -> None:

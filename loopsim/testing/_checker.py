@@ -48,7 +48,6 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -76,7 +75,7 @@ from .._messages import (
     Message,
 )
 from .._scenario import Backend, Scenario
-from .._usercode import user_code_failure
+from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
 from ._strategies import DONE_MARKER, scenario_yaml
 
@@ -343,13 +342,6 @@ class _Guard:
         return None if self.call_limit is None else self.call_limit * calls
 
 
-def _cancelled_by_loopsim(exc: BaseException) -> bool:
-    """True when ``exc`` is the run's own cancellation (a deadlock or limit unwinding)."""
-    return isinstance(exc, anyio.get_cancelled_exc_class()) and (
-        anyio.current_effective_deadline() == -math.inf
-    )
-
-
 def _snapshot(context: LoopContext) -> str:
     return json.dumps(
         {
@@ -386,7 +378,7 @@ def _evaluate(
             except TimeoutError:
                 outcome.blocked = True
             except BaseException as exc:  # a finding, except our own cancellation
-                if _cancelled_by_loopsim(exc):
+                if is_cancellation(exc):
                     raise
                 outcome.error = user_code_failure(exc)
             took = real_time() - began

@@ -9,6 +9,7 @@ from pydantic import Field
 from ._agents import AgentSpec, ParentSpec
 from ._base import Backend, Count, Engine, Flag, Name, StrictModel, Text
 from ._expect import ExpectSpec
+from ._limits import LimitsSpec
 from ._loop import LoopSpec
 from ._steps import StepSpec
 from ._vary import VarySettings, VarySpec
@@ -66,6 +67,8 @@ class Scenario(StrictModel):
     #: steps that changed nothing (a restart that found nothing running, ...) fail the
     #: scenario instead of being reported as warnings
     strict: Flag = False
+    #: bounds of a run: virtual time, real time (the watchdog), one evaluator call
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""
