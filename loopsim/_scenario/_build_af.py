@@ -12,6 +12,7 @@ talks to it as to a vendor's client. What is built from the package:
   tool auto-approval), looping on ``background_tasks_running`` when the scenario says so;
 * a ``loop:`` with evaluators: loopsim's ``LoopAgent`` around the real agent (through
   :func:`~loopsim.agent_framework.as_agent`): the Python package has no LoopAgent.
+  ``background_task_completion`` reads the real provider's task records.
 
 A restart serializes the real session (``AgentSession.to_dict``) and restores it into new
 provider and agent objects, as a new process would.
@@ -24,8 +25,10 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .._agents import DelegatingAgent
 from ._build import World, tool_functions
 from ._schema import AgentSpec
 from ._source import LoadedScenario
@@ -63,6 +66,45 @@ class _InlineExecutor(ThreadPoolExecutor):
         except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting caller
             future.set_exception(exc)
         return future
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskView:
+    task_id: int
+    agent_name: str
+    description: str
+
+
+class _ProviderView:
+    """agent_framework's provider, read as loopsim's BackgroundTaskCompletionLoopEvaluator
+    reads a provider: the session's tasks still running, after the provider's own refresh."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+
+    def incomplete_tasks(self, session: Any) -> list[_TaskView]:
+        from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
+
+        return [
+            _TaskView(task.id, task.agent_name, task.description)
+            for task in background_tasks(self.provider, session)
+            if task.status.value == "running"
+        ]
+
+
+class _WithProvider(DelegatingAgent):
+    """The real agent, offering its provider to loopsim's background-completion evaluator."""
+
+    def __init__(self, inner: Any, provider: Any) -> None:
+        super().__init__(inner)
+        self.view = _ProviderView(provider)
+
+    def get_service(self, service_type: type[T]) -> T | None:
+        from .._background import BackgroundAgentsProvider  # noqa: PLC0415
+
+        if service_type is BackgroundAgentsProvider:
+            return self.view  # type: ignore[return-value] # read through its incomplete_tasks
+        return super().get_service(service_type)
 
 
 class AgentFrameworkWorld(World):
@@ -122,7 +164,9 @@ class AgentFrameworkWorld(World):
                     tools=_af_tools(spec),
                     context_providers=providers,
                 )
-        agent = as_agent(top)
+        agent: Any = as_agent(top)
+        if self.provider is not None:
+            agent = _WithProvider(agent, self.provider)
         loop = scenario.loop
         if loop is None or parent.harness:
             self.top = agent

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._schema import BackgroundTaskCompletionSpec, Engine, Scenario
+from ._schema import Engine, Scenario
 from ._source import Loc, Located
 
 __all__ = ["check_engine", "engine_problems"]
@@ -48,26 +48,15 @@ def engine_problems(scenario: Scenario, engine: Engine) -> Iterator[tuple[Loc, s
             "history_store: in_memory, or engine: loopsim",
         )
     loop = scenario.loop
-    if loop is not None:
-        if parent.harness and loop.evaluators:
-            yield (
-                ("loop", "evaluators"),
-                (
-                    "agent_framework's harness agent loops on a should_continue predicate only: "
-                    "the Python package has no evaluator list (no LoopAgent)"
-                ),
-                "loop.should_continue with parent.harness, or engine: loopsim",
-            )
-        for index, evaluator in enumerate(loop.evaluators):
-            if isinstance(evaluator.chosen, BackgroundTaskCompletionSpec) and not parent.harness:
-                yield (
-                    ("loop", "evaluators", index),
-                    (
-                        "background_task_completion reads loopsim's BackgroundAgentsProvider, "
-                        "and on the agent_framework engine the parent has agent_framework's"
-                    ),
-                    "engine: loopsim, or a harness with should_continue: background_tasks_running",
-                )
+    if loop is not None and parent.harness and loop.evaluators:
+        yield (
+            ("loop", "evaluators"),
+            (
+                "agent_framework's harness agent loops on a should_continue predicate only: "
+                "the Python package has no evaluator list (no LoopAgent)"
+            ),
+            "loop.should_continue with parent.harness, or engine: loopsim",
+        )
     for name, agent in scenario.agents.items():
         if agent.factory is not None and name == parent.agent and parent.background_agents:
             yield (
