@@ -98,13 +98,13 @@ async def drive_tools(n: int, child: loopsim.SupportsAgentRun) -> None:
         reply = await start.invoke(
             {"agent_name": "worker", "input": f"task {i}", "description": f"job {i}"}
         )
-        assert reply == f"Background task {i} started on agent 'worker'."
+        assert reply == f"Started background task {i} on agent 'worker'."
     for i in range(1, n + 1):
-        # Either "finished with status: ..." or, when an earlier refresh already saved the
-        # outcome, "is not running; current status: ..." -- both end the same way.
+        # Either the "ended with status" reply or, when an earlier refresh already saved
+        # the outcome, the "not running any more" one -- both end with the status.
         assert (await wait.invoke({"task_ids": [i]})).endswith("completed.")
         assert await results.invoke({"task_id": i}) == expected(i)
-        assert await clear.invoke({"task_id": i}) == f"Task {i} cleared."
+        assert await clear.invoke({"task_id": i}) == f"Removed task {i}."
     assert state["tasks"] == []
 
 

@@ -100,7 +100,7 @@ async def _drive_loopsim(n: int, probe: Probe | None = None, *, minimal: bool = 
     for i in range(1, n + 1):
         assert (await wait.invoke({"task_ids": [i]})).endswith("completed.")
         assert await results.invoke({"task_id": i}) == f"result of task {i}"
-        assert await clear.invoke({"task_id": i}) == f"Task {i} cleared."
+        assert await clear.invoke({"task_id": i}) == f"Removed task {i}."
     assert state["tasks"] == []
     if probe is not None:
         probe("cleared", client)
@@ -193,7 +193,7 @@ def _upstream_drive(n: int) -> Callable[[], Any]:
             got = await results.invoke(arguments={"task_id": i}, skip_parsing=True)
             assert got == f"result of task {i}", got
             cleared = await clear.invoke(arguments={"task_id": i}, skip_parsing=True)
-            assert cleared == f"Task {i} cleared.", cleared
+            assert cleared == f"Removed task {i}.", cleared
 
     return drive
 

@@ -6,6 +6,7 @@ Usage (from the repository root, in an environment with the ``bench`` extra, e.g
     python benchmarks/run.py                 # all sections, ~5 minutes on 2 cores
     python benchmarks/run.py --quick         # smaller sizes, a smoke run (~1 minute)
     python benchmarks/run.py --sections loop scale
+    python benchmarks/run.py --sections af   # the agent_framework engine (issue 11)
     python benchmarks/run.py --readme        # also refresh the table in README.md
 
 Writes ``benchmarks/results.json`` (rows + machine), ``benchmarks/results.md`` (the table)
@@ -30,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_af  # noqa: E402
 import bench_loop  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
@@ -37,7 +39,7 @@ import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "report", "profile")
+SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af")
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -177,6 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "report" in args.sections:
         print("report ...", flush=True)
         rows += bench_report.run(n=100 if quick else 1000, log=log)
+    if "af" in args.sections:
+        if upstream:
+            print("agent_framework engine ...", flush=True)
+            rows += bench_af.run(repeat=5 if quick else 21, log=log)
+        else:
+            print("agent_framework engine skipped: agent-framework-core is not installed")
     if "profile" in args.sections:
         try:
             import profile_loop  # noqa: PLC0415

@@ -22,6 +22,7 @@ from ._agents import BaseAgent as BaseAgent
 from ._agents import ContextProvider as ContextProvider
 from ._agents import DelegatingAgent as DelegatingAgent
 from ._agents import FunctionTool as FunctionTool
+from ._agents import MiddlewareTermination as MiddlewareTermination
 from ._agents import ResponseStream as ResponseStream
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
@@ -60,6 +61,7 @@ from ._errors import TranscriptError as TranscriptError
 from ._errors import UserCodeAbortError as UserCodeAbortError
 from ._errors import VirtualTimeLimitError as VirtualTimeLimitError
 from ._harness import HarnessAgent as HarnessAgent
+from ._harness import NotSimulatedWarning as NotSimulatedWarning
 from ._harness import create_harness_agent as create_harness_agent
 from ._loop import AgentLoopMiddleware as AgentLoopMiddleware
 from ._loop import AgentModeProvider as AgentModeProvider
@@ -77,6 +79,8 @@ from ._loop import LoopEvaluator as LoopEvaluator
 from ._loop import TodoCompletionLoopEvaluator as TodoCompletionLoopEvaluator
 from ._loop import TodoCompletionLoopEvaluatorOptions as TodoCompletionLoopEvaluatorOptions
 from ._loop import TodoProvider as TodoProvider
+from ._loop import todos_remaining as todos_remaining
+from ._loop import todos_remaining_message as todos_remaining_message
 from ._messages import AgentResponse as AgentResponse
 from ._messages import AgentResponseUpdate as AgentResponseUpdate
 from ._messages import ChatOptions as ChatOptions
@@ -94,6 +98,7 @@ from ._messages import TextContent as TextContent
 from ._messages import UriContent as UriContent
 from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
+from ._messages._factory import Content as Content
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
 from ._scenario import ScenarioResult as ScenarioResult
@@ -136,6 +141,7 @@ __all__ = [
     "ChatResponseUpdate",
     "CompletionMarkerLoopEvaluator",
     "CompletionMarkerLoopEvaluatorOptions",
+    "Content",
     "ContextProvider",
     "DataContent",
     "DelegateLoopEvaluator",
@@ -158,6 +164,8 @@ __all__ = [
     "LoopEvaluator",
     "LoopsimError",
     "Message",
+    "MiddlewareTermination",
+    "NotSimulatedWarning",
     "RealTimeLimitError",
     "RecordedTurn",
     "Recorder",
@@ -204,6 +212,8 @@ __all__ = [
     "render_timeline",
     "run_scenario",
     "simulate",
+    "todos_remaining",
+    "todos_remaining_message",
     "tool",
     "write_transcript",
 ]

@@ -14,12 +14,18 @@ Wiring, outermost first (upstream's order, minus the parts loopsim does not simu
 Not simulated: upstream's todo/mode/memory/file/skills providers, the tool
 auto-approval middleware (tools with ``approval_mode="always_require"`` yield approval
 requests as on a plain Agent, so a run without a session works too), the message
-injection middleware, telemetry and the ``ExperimentalWarning``.
+injection middleware, compaction, shell and web search, telemetry and the
+``ExperimentalWarning``. Their options are accepted under upstream's names (never a
+``TypeError``); one given a value that would change what upstream does raises one
+:class:`NotSimulatedWarning` per call naming them all. ``harness_instructions`` has no
+default text here (upstream's default prose is not copied): without it the
+instructions are ``agent_instructions`` / ``instructions`` alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._agents import (
@@ -37,9 +43,80 @@ from ._background import BackgroundAgentsProvider
 from ._clients import ChatClient
 from ._loop import AgentLoopMiddleware, LoopAgent, LoopAgentOptions, LoopEvaluator
 
-__all__ = ["HarnessAgent", "create_harness_agent"]
+__all__ = ["NOT_SIMULATED_OPTIONS", "HarnessAgent", "NotSimulatedWarning", "create_harness_agent"]
 
 DEFAULT_LOOP_MAX_ITERATIONS = 10
+
+#: upstream's ``create_harness_agent`` options that loopsim accepts but does not simulate,
+#: each with the values that change nothing here (upstream's default; for a flag, both)
+NOT_SIMULATED_OPTIONS: dict[str, tuple[object, ...]] = {
+    "max_context_window_tokens": (None,),
+    "history_provider": (None,),
+    "disable_compaction": (False, True),
+    "before_compaction_strategy": (None,),
+    "after_compaction_strategy": (None,),
+    "tokenizer": (None,),
+    "disable_todo": (False, True),
+    "todo_provider": (None,),
+    "disable_mode": (False, True),
+    "mode_provider": (None,),
+    "disable_file_memory": (False, True),
+    "file_memory_store": (None,),
+    "file_access_store": (None,),
+    "file_access_session_scoped": (False, True),
+    "file_access_disable_write_tools": (False, True),
+    "file_access_disable_readonly_tool_approval": (False, True),
+    "file_access_disable_write_tool_approval": (False, True),
+    "skills_provider": (None,),
+    "skills_paths": (None,),
+    "shell_executor": (None,),
+    "shell_environment_provider_options": (None,),
+    "disable_web_search": (False, True),
+    "disable_tool_auto_approval": (False, True),
+    "auto_approval_rules": (None,),
+    "otel_provider_name": (None,),
+}
+
+
+class NotSimulatedWarning(UserWarning):
+    """An upstream option was given that loopsim accepts but does not simulate."""
+
+
+def _warn_not_simulated(given: Mapping[str, object]) -> None:
+    # A flag (disable_todo=...) changes nothing either way: the feature is not here.
+    names = [
+        name
+        for name, value in given.items()
+        if value is not _UNSET and all(value != quiet for quiet in NOT_SIMULATED_OPTIONS[name])
+    ]
+    if names:
+        msg = (
+            "create_harness_agent: loopsim does not simulate "
+            f"{', '.join(names)}; they are accepted and ignored (see docs/fidelity.md)"
+        )
+        warnings.warn(msg, NotSimulatedWarning, stacklevel=3)
+
+
+def _check_token_limits(context_window: Any, output: Any) -> None:
+    """Upstream's checks on the two token limits (loopsim's words)."""
+    window = None if context_window is _UNSET else context_window
+    if window is not None and window <= 0:
+        msg = f"max_context_window_tokens must be a positive number of tokens, got {window}"
+        raise ValueError(msg)
+    if output is not None and output <= 0:
+        msg = f"max_output_tokens must be a positive number of tokens, got {output}"
+        raise ValueError(msg)
+    if window is not None and output is not None and output >= window:
+        msg = f"max_output_tokens ({output}) must be less than max_context_window_tokens ({window})"
+        raise ValueError(msg)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset()
 
 
 class HarnessAgent(DelegatingAgent):
@@ -59,7 +136,11 @@ class HarnessAgent(DelegatingAgent):
         self,
         client: ChatClient,
         *,
-        name: str,
+        name: str | None = None,
+        id: str | None = None,
+        harness_instructions: str | None = None,
+        agent_instructions: str | None = None,
+        default_options: Mapping[str, Any] | None = None,
         background_agents: Sequence[SupportsAgentRun] | None = (),
         background_agents_wait_timeout_seconds: int = DEFAULT_WAIT_TIMEOUT_SECONDS,
         background_agents_instructions: str | None = None,
@@ -73,7 +154,65 @@ class HarnessAgent(DelegatingAgent):
         context_providers: Sequence[ContextProvider] = (),
         middleware: Sequence[AgentMiddleware] | None = (),
         description: str | None = None,
+        max_context_window_tokens: Any = _UNSET,
+        history_provider: Any = _UNSET,
+        disable_compaction: Any = _UNSET,
+        before_compaction_strategy: Any = _UNSET,
+        after_compaction_strategy: Any = _UNSET,
+        tokenizer: Any = _UNSET,
+        disable_todo: Any = _UNSET,
+        todo_provider: Any = _UNSET,
+        disable_mode: Any = _UNSET,
+        mode_provider: Any = _UNSET,
+        disable_file_memory: Any = _UNSET,
+        file_memory_store: Any = _UNSET,
+        file_access_store: Any = _UNSET,
+        file_access_session_scoped: Any = _UNSET,
+        file_access_disable_write_tools: Any = _UNSET,
+        file_access_disable_readonly_tool_approval: Any = _UNSET,
+        file_access_disable_write_tool_approval: Any = _UNSET,
+        skills_provider: Any = _UNSET,
+        skills_paths: Any = _UNSET,
+        shell_executor: Any = _UNSET,
+        shell_environment_provider_options: Any = _UNSET,
+        disable_web_search: Any = _UNSET,
+        disable_tool_auto_approval: Any = _UNSET,
+        auto_approval_rules: Any = _UNSET,
+        otel_provider_name: Any = _UNSET,
+        max_output_tokens: int | None = None,
     ) -> None:
+        _check_token_limits(max_context_window_tokens, max_output_tokens)
+        _warn_not_simulated(
+            {
+                "max_context_window_tokens": max_context_window_tokens,
+                "history_provider": history_provider,
+                "disable_compaction": disable_compaction,
+                "before_compaction_strategy": before_compaction_strategy,
+                "after_compaction_strategy": after_compaction_strategy,
+                "tokenizer": tokenizer,
+                "disable_todo": disable_todo,
+                "todo_provider": todo_provider,
+                "disable_mode": disable_mode,
+                "mode_provider": mode_provider,
+                "disable_file_memory": disable_file_memory,
+                "file_memory_store": file_memory_store,
+                "file_access_store": file_access_store,
+                "file_access_session_scoped": file_access_session_scoped,
+                "file_access_disable_write_tools": file_access_disable_write_tools,
+                "file_access_disable_readonly_tool_approval": (
+                    file_access_disable_readonly_tool_approval
+                ),
+                "file_access_disable_write_tool_approval": file_access_disable_write_tool_approval,
+                "skills_provider": skills_provider,
+                "skills_paths": skills_paths,
+                "shell_executor": shell_executor,
+                "shell_environment_provider_options": shell_environment_provider_options,
+                "disable_web_search": disable_web_search,
+                "disable_tool_auto_approval": disable_tool_auto_approval,
+                "auto_approval_rules": auto_approval_rules,
+                "otel_provider_name": otel_provider_name,
+            }
+        )
         caller_middleware = _sequence(middleware, "middleware")
         providers: list[ContextProvider] = []
         provider: BackgroundAgentsProvider | None = None
@@ -93,15 +232,29 @@ class HarnessAgent(DelegatingAgent):
                 next_message=loop_next_message,
             )
             caller_middleware.insert(0, loop_middleware)
+        if agent_instructions is not None and instructions is not None:
+            msg = "give agent_instructions (upstream's name) or instructions, not both"
+            raise TypeError(msg)
+        own = agent_instructions if agent_instructions is not None else instructions
+        # upstream: harness-level text, a blank line, the agent's own; blank parts dropped
+        joined = f"{harness_instructions or ''}\n\n{own or ''}".strip() or None
+        options = dict(default_options or {})
+        if max_output_tokens is not None:  # upstream: the model's max_tokens, unless given
+            options.setdefault("max_tokens", max_output_tokens)
         agent = Agent(
             client,
             name=name,
-            instructions=instructions,
+            id=id,
+            default_options=options,
+            instructions=joined,
             tools=tools,
             context_providers=providers,
             middleware=caller_middleware,
             description=description,
         )
+        # upstream's harness persists history after every model call, so providers'
+        # context messages reach only the first call of a run
+        agent._context_messages_first_call_only = True
         if isinstance(loop_evaluators, LoopEvaluator):
             evaluators: list[LoopEvaluator] = [loop_evaluators]
         else:
@@ -112,6 +265,21 @@ class HarnessAgent(DelegatingAgent):
         self.background_agents_provider = provider
         self.loop_agent = loop_agent
         self.loop_middleware = loop_middleware
+
+    @property
+    def default_options(self) -> dict[str, Any]:
+        """The chat agent's default run options (upstream's attribute)."""
+        return self.agent.default_options
+
+    @property
+    def context_providers(self) -> list[ContextProvider]:
+        """The chat agent's context providers (upstream's attribute)."""
+        return self.agent.context_providers
+
+    @property
+    def middleware(self) -> list[AgentMiddleware]:
+        """The chat agent's middleware, outermost first (upstream's attribute)."""
+        return self.agent.middleware
 
     def __repr__(self) -> str:
         parts = [repr(self.agent.name)]
@@ -135,24 +303,7 @@ def _sequence(value: Any, what: str) -> list[Any]:
     return list(value)
 
 
-def create_harness_agent(
-    client: ChatClient,
-    *,
-    name: str,
-    background_agents: Sequence[SupportsAgentRun] | None = (),
-    background_agents_wait_timeout_seconds: int = DEFAULT_WAIT_TIMEOUT_SECONDS,
-    background_agents_instructions: str | None = None,
-    loop_should_continue: Callable[..., Any] | None = None,
-    loop_next_message: Callable[..., Any] | None = None,
-    loop_max_iterations: int | None = DEFAULT_LOOP_MAX_ITERATIONS,
-    loop_evaluators: LoopEvaluator | Sequence[LoopEvaluator] | None = (),
-    loop_options: LoopAgentOptions | None = None,
-    instructions: str | None = None,
-    tools: Sequence[FunctionTool | Callable[..., Any]] = (),
-    context_providers: Sequence[ContextProvider] = (),
-    middleware: Sequence[AgentMiddleware] | None = (),
-    description: str | None = None,
-) -> HarnessAgent:
+def create_harness_agent(client: ChatClient, **options: Any) -> HarnessAgent:
     """A :class:`HarnessAgent`: chat agent, background agents and a loop in one.
 
     Two ways to keep the parent going while its background tasks run, as in the seeds:
@@ -187,20 +338,4 @@ def create_harness_agent(
         >>> loopsim.simulate(main)
         'nothing to delegate'
     """
-    return HarnessAgent(
-        client,
-        name=name,
-        background_agents=background_agents,
-        background_agents_wait_timeout_seconds=background_agents_wait_timeout_seconds,
-        background_agents_instructions=background_agents_instructions,
-        loop_should_continue=loop_should_continue,
-        loop_next_message=loop_next_message,
-        loop_max_iterations=loop_max_iterations,
-        loop_evaluators=loop_evaluators,
-        loop_options=loop_options,
-        instructions=instructions,
-        tools=tools,
-        context_providers=context_providers,
-        middleware=middleware,
-        description=description,
-    )
+    return HarnessAgent(client, **options)

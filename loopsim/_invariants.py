@@ -23,6 +23,7 @@ user evaluators and hand-built simulations alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,17 @@ __all__ = [
 ]
 
 WAIT_TOOL = "background_agents_wait_for_first_completion"
-TIMEOUT_PREFIX = "No background task completed within"
+#: A wait reply that names a task's status (it finished, or was not running); any other
+#: reply that is not an ``Error:`` is the timeout reply. Read by structure, not wording, so
+#: it holds for either engine's sentences.
+_STATUS_REPLY = re.compile(r"^Task \d+\b[^\n]*?\bstatus(?::| is) \w+")
+
+
+def is_wait_timeout(text: str) -> bool:
+    """True when ``text``, a wait tool's reply, says the wait timed out."""
+    return not text.startswith("Error:") and _STATUS_REPLY.match(text) is None
+
+
 TOLERANCE = 1e-6
 
 
@@ -339,7 +350,7 @@ def check_waits(events: Sequence[Event], wait_timeout: float | None) -> list[str
                         event,
                     )
                 )
-            if str(event.data.get("result") or "").startswith(TIMEOUT_PREFIX):
+            if is_wait_timeout(str(event.data.get("result") or "")):
                 session = event.data.get("session")
                 for task_id, before in at_start.items():
                     now = status.get((session, task_id))

@@ -25,3 +25,27 @@ BACKENDS = ["asyncio", "trio"]
 def backend(request: pytest.FixtureRequest) -> str:
     """Each test using it runs once per anyio backend."""
     return str(request.param)
+
+
+def _load_agent_framework_eagerly() -> None:
+    # agent_framework imports its submodules lazily (module __getattr__). freezegun's scan of
+    # loaded modules triggers those imports; inside a pytester inline run (tests/plugin) they
+    # would be undone by pytester's sys.modules restore, leaving a second copy of classes
+    # such as BackgroundAgentsProvider and breaking upstream's own isinstance checks in
+    # later tests. Loading everything once, before any test runs, keeps one copy.
+    import contextlib
+    import warnings
+
+    try:
+        import agent_framework
+    except ImportError:  # the agent-framework extra is optional
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in dir(agent_framework):
+            # an optional integration that is not installed fails to load: skip it
+            with contextlib.suppress(Exception):
+                getattr(agent_framework, name)
+
+
+_load_agent_framework_eagerly()

@@ -292,3 +292,22 @@ def test_reprs_name_what_is_wrapped() -> None:
     assert isinstance(agent, AgentFrameworkAgent)
     assert repr(agent) == "AgentFrameworkAgent('n')"
     assert "vendor" in repr(from_chat_client(client, name="vendor"))
+
+
+def test_a_history_message_changed_by_middleware_is_seen_changed() -> None:
+    # the adapter reuses conversions of resent messages; a change must still show
+    class Rewriting(af.ChatMiddleware):
+        calls = 0
+
+        async def process(self, context: Any, call_next: Any) -> None:
+            Rewriting.calls += 1
+            if Rewriting.calls == 2:
+                context.messages[0].contents[0] = af.Content.from_text("rewritten")
+            await call_next()
+
+    scripted = ScriptedChatClient([call("add", a=1, b=2), "3"])
+    client = as_chat_client(scripted, middleware=[Rewriting()])
+    agent = af.Agent(client=client, name="calc", tools=[add])
+    loopsim.simulate(agent.run, "1+2")
+    assert scripted.requests[0].messages[0].text == "1+2"
+    assert scripted.requests[1].messages[0].text == "rewritten"

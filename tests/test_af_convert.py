@@ -263,3 +263,19 @@ def test_string_arguments_from_a_vendor_are_parsed() -> None:
     )
     empty = af.Content.from_function_call("c2", "g", arguments="")
     assert convert.to_loopsim_content(empty).arguments == {}  # type: ignore[union-attr]
+
+
+def test_an_upstream_tool_without_a_name_attribute_is_named_and_comes_back() -> None:
+    hosted = {"type": "web_search"}
+    options = convert.to_loopsim_options({"tools": [hosted, add_tool()]})
+    assert options.tool_names == ["web_search", "add"]
+    assert convert.to_af_options(options)["tools"][0] is hosted
+
+
+def add_tool() -> af.FunctionTool:
+    @af.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    return add

@@ -240,3 +240,20 @@ def test_a_restart_restores_the_real_session_into_new_objects_and_tasks_become_l
         (e.data["status"]) for e in recorder.transcript.events if e.kind == "task_status"
     ]
     assert task_events == ["running", "lost"]
+
+
+def test_as_agent_sessions_are_reported_once_created_and_once_restored() -> None:
+    from loopsim.agent_framework import as_agent
+
+    agent = as_agent(af.Agent(client=as_chat_client(ScriptedChatClient(["a", "b"])), name="s"))
+
+    async def main() -> None:
+        session = agent.create_session()
+        await agent.run("one", session=session)
+        restored = agent.deserialize_session(agent.serialize_session(session))
+        await agent.run("two", session=restored)
+
+    recorder = loopsim.Recorder()
+    loopsim.simulate(main, trace=recorder.trace)
+    kinds = [e.kind for e in recorder.transcript.events if e.kind.startswith("session_")]
+    assert kinds == ["session_created", "session_restored"]

@@ -18,6 +18,7 @@ from loopsim import (
     ScriptedChatClient,
     Usage,
 )
+from loopsim._wording import WORDING, match
 
 
 def call(name: str, call_id: str = "c1", **arguments: Any) -> Message:
@@ -61,7 +62,7 @@ def test_tool_calls_run_and_results_go_back_to_the_model(backend: str) -> None:
 @pytest.mark.parametrize(
     ("reply", "expected_error"),
     [
-        pytest.param(call("fail", reason="disk full"), "RuntimeError: disk full", id="tool-raises"),
+        pytest.param(call("fail", reason="disk full"), "disk full", id="tool-raises"),
         pytest.param(
             call("nope"),
             "unknown tool 'nope'; tools offered this turn: add, fail",
@@ -87,6 +88,10 @@ def test_tool_problems_become_error_results_the_model_sees(
     assert isinstance(result, FunctionResultContent)
     assert result.error is not None
     assert expected_error in result.error
+    # upstream's shape: a fixed error text is the result the model reads
+    assert isinstance(result.result, str)
+    assert result.result.startswith("Error:")
+    assert match(result.result) is not None
 
 
 def test_approval_required_tool_stops_with_a_request_and_runs_after_approval(backend: str) -> None:
@@ -122,7 +127,9 @@ def test_rejected_approval_gives_the_model_an_error_result() -> None:
         "user", [FunctionApprovalResponseContent(id="c1", approved=False, function_call=fc)]
     )
     response = run(agent, answer)
-    assert response.messages[0].contents[0].error == "the user rejected this tool call"  # type: ignore[union-attr]
+    rejected = response.messages[0].contents[0]
+    assert isinstance(rejected, FunctionResultContent)
+    assert (rejected.result, rejected.error) == (WORDING["agent.tool.rejected"], None)
 
 
 def test_history_is_kept_in_the_session_across_runs(backend: str) -> None:
@@ -196,10 +203,10 @@ def test_context_provider_adds_instructions_tools_and_messages_with_session_stat
 
     state = loopsim.simulate(main, backend=backend)
     assert state == {"notes": {"runs": 2}}
-    assert client.requests[1].options.instructions == "base\n\nrun number 2"
+    assert client.requests[1].options.instructions == "base\nrun number 2"
     assert client.requests[1].options.tool_names == ["add"]
-    # context messages are sent after history and before the input, but not stored
-    assert [m.text for m in client.requests[1].messages] == ["a", "one", "(context note)", "b"]
+    # upstream's order: context messages first, then history, then the input; not stored
+    assert [m.text for m in client.requests[1].messages] == ["(context note)", "a", "one", "b"]
     assert provider.after == ["one", "two"]
     assert agent.get_service(NotesProvider) is provider
     assert agent.get_service(Agent) is agent
@@ -252,7 +259,7 @@ def test_run_and_run_stream_agree_on_final_messages(backend: str, with_tool_call
     assert merged.usage == plain.usage
 
 
-def test_streamed_approval_request_is_never_shown_as_a_plain_call() -> None:
+def test_streamed_approval_request_follows_its_call() -> None:
     agent = Agent(
         ScriptedChatClient([Message("assistant", ["sure ", *call("delete", path="/p").contents])]),
         tools=[delete],
@@ -262,8 +269,9 @@ def test_streamed_approval_request_is_never_shown_as_a_plain_call() -> None:
         return [c.type for u in [u async for u in agent.run_stream("rm")] for c in u.contents]
 
     kinds = loopsim.simulate(main)
-    assert "function_call" not in kinds
-    assert "function_approval_request" in kinds
+    # upstream's shape: the call is kept and its approval request comes right after it
+    assert kinds[-2:] == ["function_call", "function_approval_request"]
+    assert kinds.count("function_call") == 1
 
 
 def test_client_errors_propagate_with_a_note_naming_agent_and_turn() -> None:
@@ -290,7 +298,7 @@ def test_past_the_tool_round_limit_one_last_request_offers_no_tools(backend: str
     assert len(insisting.requests) == 4
     assert [r.options.tool_names for r in insisting.requests] == [["add"]] * 3 + [[]]
     assert response.messages[-1].role == "assistant"
-    assert "limit of 3 model turns with tool calls" in response.text
+    assert response.text == WORDING["agent.tool.limit_reached"]
     assert "function_call" not in {c.type for c in response.messages[-1].contents}
 
     giving_up = ScriptedChatClient(

@@ -26,6 +26,7 @@ from loopsim import (
     background_tasks_running,
     background_tasks_running_message,
 )
+from loopsim._wording import say
 
 # -- release_session -------------------------------------------------------------------
 
@@ -57,12 +58,12 @@ def test_release_cancels_running_children_and_closes_the_tools(backend: str) -> 
     assert released_at == 1.0  # a child that honours cancellation stops at once
     assert worker.cancelled == 1
     assert replies == [
-        "Error: Session is being released; cannot start a new background task.",
-        "Error: Session is being released; cannot wait for background tasks.",
-        "Error: Session is being released; cannot continue a background task.",
-        "Error: Session is being released; cannot clear tasks.",
-        "Task state was lost (reference unavailable).",
-        "Tasks:\n- Task 1 [lost] (worker): job\n- Task 2 [completed] (fast): job",
+        "Error: this session is being released, so no new task can start.",
+        "Error: this session is being released, so there is nothing to wait for.",
+        "Error: this session is being released, so no task can be continued.",
+        "Error: this session is being released, so no task can be cleared.",
+        "The task was lost: its run is no longer reachable.",
+        "Background tasks:\n- Task 1 [lost] (worker): job\n- Task 2 [completed] (fast): job",
     ]
     assert [r["status"] for r in records(session)] == ["lost", "completed"]
 
@@ -83,8 +84,8 @@ def test_after_release_the_next_run_sees_lost_tasks_and_can_start_again(backend:
         return status, restarted
 
     status, restarted = loopsim.simulate(main, backend=backend)
-    assert status == ["### Current background tasks\n- Task 1 [lost] (worker): job"]
-    assert restarted == "Background task 2 started on agent 'worker'."
+    assert status == ["### Background tasks right now\n- Task 1 [lost] (worker): job"]
+    assert restarted == "Started background task 2 on agent 'worker'."
 
 
 def test_release_without_cancelling_refuses_while_tasks_run(backend: str) -> None:
@@ -103,7 +104,7 @@ def test_release_without_cancelling_refuses_while_tasks_run(backend: str) -> Non
     message, replies = loopsim.simulate(main, backend=backend)
     assert message.startswith("Cannot release session session-")
     assert message.endswith(": 1 tasks still running.")
-    assert replies == ["Task 1 finished with status: completed.", "finished"]
+    assert replies == ["Task 1 ended with status: completed.", "finished"]
 
 
 def test_release_is_idempotent_and_per_session(backend: str) -> None:
@@ -121,9 +122,9 @@ def test_release_is_idempotent_and_per_session(backend: str) -> None:
         return [await tools_b.wait(1), await tools_b.results(1), await tools_a.results(1)]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Task 1 finished with status: completed.",
+        "Task 1 ended with status: completed.",
         "b's result",
-        "Task state was lost (reference unavailable).",
+        "The task was lost: its run is no longer reachable.",
     ]
 
 
@@ -184,7 +185,10 @@ def test_a_finished_but_uncollected_run_is_lost_after_release(backend: str) -> N
         await provider.release_session(session)
         return await (await Tools.open(provider, session)).results(1)
 
-    assert loopsim.simulate(main, backend=backend) == "Task state was lost (reference unavailable)."
+    assert (
+        loopsim.simulate(main, backend=backend)
+        == "The task was lost: its run is no longer reachable."
+    )
 
 
 def test_a_wait_blocked_during_release_saves_the_cancellation(backend: str) -> None:
@@ -207,10 +211,10 @@ def test_a_wait_blocked_during_release_saves_the_cancellation(backend: str) -> N
         return replies[0], records(session), after
 
     reply, saved, after = loopsim.simulate(main, backend=backend)
-    assert reply == "Task 1 finished with status: failed."
+    assert reply == "Task 1 ended with status: failed."
     assert saved[0]["status"] == "failed"
-    assert saved[0]["error_text"] == "Task was canceled."
-    assert after == "Task failed: Task was canceled."
+    assert saved[0]["error_text"] == "The task was cancelled before it finished."
+    assert after == "The task failed: The task was cancelled before it finished."
 
 
 def test_a_runtime_made_during_a_release_survives_it(backend: str) -> None:
@@ -234,10 +238,10 @@ def test_a_runtime_made_during_a_release_survives_it(backend: str) -> None:
         return replies
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Background task 2 started on agent 'quick'.",
-        "Task 2 is not running; current status: completed.",  # finalized by before_run
+        "Started background task 2 on agent 'quick'.",
+        "Task 2 is not running any more; its status is completed.",  # finalized by before_run
         "new work",
-        "Task state was lost (reference unavailable).",
+        "The task was lost: its run is no longer reachable.",
     ]
 
 
@@ -312,19 +316,20 @@ def test_restart_end_to_end(backend: str) -> None:
 
     decision, (response, tasks) = loopsim.simulate(after_restart, backend=backend)
     assert decision.should_reinvoke is False  # lost does not keep the loop going
-    status_message = parent_client.requests[0].messages[-2].text
+    # upstream's order: the status message comes before the restored history
+    status_message = parent_client.requests[0].messages[0].text
     assert status_message == (
-        "### Current background tasks\n"
+        "### Background tasks right now\n"
         "- Task 1 [lost] (research): deep research\n"
         "- Task 2 [completed] (summarize): summary"
     )
     tool_results = [r.messages[-1].contents[0].result for r in parent_client.requests[1:6]]
     assert tool_results == [
-        "Task state was lost (reference unavailable).",
-        "Error: Task 1 cannot be continued because its session was lost. Start a new task instead.",
+        "The task was lost: its run is no longer reachable.",
+        say("background.continue.lost", task_id=1),
         "summary",  # a finished result survives the restart
-        "Error: Session for task 2 is no longer available.",
-        "Background task 3 started on agent 'research'.",
+        "Error: the session of task 2 does not exist any more.",
+        "Started background task 3 on agent 'research'.",
     ]
     # The loop continued while task 3 ran, and stopped when it finished.
     assert response.messages[-1].text == "Done: fresh findings."
@@ -358,7 +363,8 @@ def test_a_run_finished_but_not_collected_before_a_restart_is_lost(backend: str)
         return await (await Tools.open(new, session)).results(1)
 
     assert (
-        loopsim.simulate(after, backend=backend) == "Task state was lost (reference unavailable)."
+        loopsim.simulate(after, backend=backend)
+        == "The task was lost: its run is no longer reachable."
     )
 
 
@@ -374,8 +380,8 @@ def test_same_provider_same_simulation_restored_session_keeps_its_tasks(backend:
         return [await tools.all(), await tools.wait(1), await tools.results(1)]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Tasks:\n- Task 1 [running] (worker): job",
-        "Task 1 finished with status: completed.",
+        "Background tasks:\n- Task 1 [running] (worker): job",
+        "Task 1 ended with status: completed.",
         "kept",
     ]
 
@@ -392,7 +398,9 @@ def test_a_new_simulation_is_a_new_process_for_the_same_provider(backend: str) -
 
     clock = loopsim.VirtualClock()
     clock.run(first, backend=backend)
-    assert clock.run(second, backend=backend) == "Task state was lost (reference unavailable)."
+    assert (
+        clock.run(second, backend=backend) == "The task was lost: its run is no longer reachable."
+    )
 
 
 def test_after_the_simulation_the_host_sees_what_the_session_recorded(backend: str) -> None:

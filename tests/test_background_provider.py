@@ -252,7 +252,7 @@ def test_default_instructions_describe_the_tools_and_list_the_agents() -> None:
     assert "background_agents_clear_completed_task" in text
     assert "background_agents_continue_task" in text
     assert "{background_agents}" not in text
-    assert text.endswith("\n\nAvailable background agents:\n- Research: finds sources\n- writer")
+    assert text.endswith("\n\nBackground agents you can use:\n- Research: finds sources\n- writer")
 
 
 def test_custom_instructions_substitute_every_placeholder() -> None:
@@ -260,7 +260,7 @@ def test_custom_instructions_substitute_every_placeholder() -> None:
         [Child("Research", description="finds sources")],
         instructions="Custom instructions with {background_agents} and again {background_agents}",
     )
-    listing = "Available background agents:\n- Research: finds sources"
+    listing = "Background agents you can use:\n- Research: finds sources"
     assert provider.instructions == f"Custom instructions with {listing} and again {listing}"
 
 
@@ -318,7 +318,7 @@ def test_before_run_adds_the_current_task_list(backend: str) -> None:
     texts = loopsim.simulate(main, backend=backend)
     assert texts == [
         (
-            "### Current background tasks\n"
+            "### Background tasks right now\n"
             "- Task 1 [running] (Worker): long job\n"
             "- Task 2 [completed] (fast): short job"
         )

@@ -14,6 +14,7 @@ from test_background_provider import Child, Tools, call, calls, records, run_tim
 
 import loopsim
 from loopsim import AgentSession, BackgroundAgentsProvider, _trace
+from loopsim._wording import WORDING
 
 # -- start -----------------------------------------------------------------------------
 
@@ -29,8 +30,8 @@ def test_start_returns_the_id_and_does_not_block(backend: str) -> None:
 
     (replies, started_at), _, _ = run_timed(main, backend)
     assert replies == [
-        "Background task 1 started on agent 'worker'.",
-        "Background task 2 started on agent 'WORKER'.",
+        "Started background task 1 on agent 'worker'.",
+        "Started background task 2 on agent 'WORKER'.",
     ]
     assert started_at == 0.0  # non-blocking
 
@@ -46,10 +47,10 @@ def test_unknown_agent_is_an_error_text_and_uses_no_id(backend: str) -> None:
 
     error, started, session = loopsim.simulate(main, backend=backend)
     assert error == (
-        "Error: No background agent found with name 'NonExistent'. "
-        "Available agents: Research, writer"
+        "Error: there is no background agent named 'NonExistent'. "
+        "These agents exist: Research, writer"
     )
-    assert started == "Background task 1 started on agent 'research'."
+    assert started == "Started background task 1 on agent 'research'."
     assert [r["id"] for r in records(session)] == [1]
 
 
@@ -92,9 +93,9 @@ def test_a_child_that_cannot_create_a_session_leaves_no_id_or_record(backend: st
 
     session = loopsim.simulate(main, backend=backend)
     first = parent_client.requests[1].messages[-1].contents[0]
-    assert first.error == "RuntimeError: no sessions today"
+    assert (first.result, first.error) == (WORDING["agent.tool.failed"], "no sessions today")
     second = parent_client.requests[2].messages[-1].contents[0]
-    assert second.result == "Background task 1 started on agent 'ok'."
+    assert second.result == "Started background task 1 on agent 'ok'."
     assert [r["id"] for r in records(session)] == [1]
 
 
@@ -112,9 +113,12 @@ def test_wait_returns_when_the_first_task_finishes(backend: str) -> None:
         return reply, anyio.current_time(), await tools.all()
 
     (reply, when, listing), elapsed, _ = run_timed(main, backend)
-    assert reply == "Task 2 finished with status: completed."
+    assert reply == "Task 2 ended with status: completed."
     assert when == 40.0
-    assert listing == "Tasks:\n- Task 1 [running] (slow): job\n- Task 2 [completed] (quick): job"
+    assert (
+        listing
+        == "Background tasks:\n- Task 1 [running] (slow): job\n- Task 2 [completed] (quick): job"
+    )
     assert elapsed == 40.0  # the simulation ends when main returns; the slow child is cancelled
 
 
@@ -131,13 +135,13 @@ def test_wait_times_out_on_virtual_time_and_leaves_the_task_running(backend: str
 
     (reply, results, listing, session), elapsed, real = run_timed(main, backend)
     assert reply == (
-        "No background task completed within 30 seconds. "
-        "The tasks are still running; call this tool again to keep waiting."
+        "Waited 30 seconds and no background task finished. "
+        "They keep running; call this tool again to wait longer."
     )
     assert elapsed == 30.0
     assert real < 2.0
-    assert results == "Task 1 is still running."
-    assert listing == "Tasks:\n- Task 1 [running] (slow): job"
+    assert results == "Task 1 has not finished yet."
+    assert listing == "Background tasks:\n- Task 1 [running] (slow): job"
     assert records(session)[0]["status"] == "running"
 
 
@@ -151,15 +155,15 @@ def test_each_wait_gets_the_full_timeout_again(backend: str) -> None:
         for _ in range(20):
             reply = await tools.wait(1)
             seen.append((reply, anyio.current_time()))
-            if "finished" in reply:
+            if "ended with status" in reply:
                 break
         return seen
 
     seen, elapsed, _ = run_timed(main, backend)
     assert [when for _, when in seen] == [30.0 * i for i in range(1, 14)] + [400.0]
-    assert seen[-1][0] == "Task 1 finished with status: completed."
+    assert seen[-1][0] == "Task 1 ended with status: completed."
     assert all(
-        reply.startswith("No background task completed within 30 seconds.")
+        reply.startswith("Waited 30 seconds and no background task finished.")
         for reply, _ in seen[:-1]
     )
     assert elapsed == 400.0
@@ -178,9 +182,9 @@ def test_tasks_finishing_at_the_same_instant_are_chosen_in_requested_order(backe
 
     replies = loopsim.simulate(main, backend=backend)
     assert replies == [
-        "Task 3 finished with status: completed.",
-        "Task 1 finished with status: completed.",
-        "Task 2 finished with status: completed.",
+        "Task 3 ended with status: completed.",
+        "Task 1 ended with status: completed.",
+        "Task 2 ended with status: completed.",
     ]
 
 
@@ -202,7 +206,7 @@ def test_a_same_instant_finish_that_takes_a_few_steps_still_counts(backend: str)
         return await tools.wait(2, 1), anyio.current_time()
 
     assert loopsim.simulate(main, backend=backend) == (
-        "Task 2 finished with status: completed.",
+        "Task 2 ended with status: completed.",
         10.0,
     )
 
@@ -213,7 +217,9 @@ def test_wait_with_no_ids_is_an_error(backend: str) -> None:
     async def main() -> str:
         return await (await Tools.open(provider, AgentSession())).wait()
 
-    assert loopsim.simulate(main, backend=backend) == "Error: No task IDs provided."
+    assert (
+        loopsim.simulate(main, backend=backend) == "Error: give at least one task id to wait for."
+    )
 
 
 def test_wait_on_ids_that_are_not_running(backend: str) -> None:
@@ -229,10 +235,10 @@ def test_wait_on_ids_that_are_not_running(backend: str) -> None:
         return [unknown, await tools.wait(999, 2, 1), await tools.wait(1, 999)]
 
     unknown, both, first = loopsim.simulate(main, backend=backend)
-    assert unknown == "Error: None of the specified task IDs correspond to running tasks."
+    assert unknown == "Error: none of these task ids belongs to a running task."
     # state order (id order), not the requested order, picks the one reported
-    assert both == "Task 1 is not running; current status: completed."
-    assert first == "Task 1 is not running; current status: completed."
+    assert both == "Task 1 is not running any more; its status is completed."
+    assert first == "Task 1 is not running any more; its status is completed."
 
 
 def test_wait_skips_unknown_ids_when_one_is_waitable(backend: str) -> None:
@@ -243,7 +249,7 @@ def test_wait_skips_unknown_ids_when_one_is_waitable(backend: str) -> None:
         await tools.start("a")
         return await tools.wait(999, 1, 1)
 
-    assert loopsim.simulate(main, backend=backend) == "Task 1 finished with status: completed."
+    assert loopsim.simulate(main, backend=backend) == "Task 1 ended with status: completed."
 
 
 def test_wait_reports_a_failed_child(backend: str) -> None:
@@ -255,8 +261,8 @@ def test_wait_reports_a_failed_child(backend: str) -> None:
         return [await tools.wait(1), await tools.results(1)]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Task 1 finished with status: failed.",
-        "Task failed: Connection failed",
+        "Task 1 ended with status: failed.",
+        "The task failed: Connection failed",
     ]
 
 
@@ -267,11 +273,15 @@ def test_wait_reports_a_failed_child(backend: str) -> None:
     ("reply", "expected"),
     [
         pytest.param("the answer", "the answer", id="text"),
-        pytest.param("", "(no output)", id="empty-text"),
+        pytest.param("", "(the task produced no text)", id="empty-text"),
         pytest.param(
-            RuntimeError("Connection failed"), "Task failed: Connection failed", id="raises"
+            RuntimeError("Connection failed"), "The task failed: Connection failed", id="raises"
         ),
-        pytest.param(RuntimeError(), "Task failed: Unknown error", id="raises-without-message"),
+        pytest.param(
+            RuntimeError(),
+            "The task failed: no error text was recorded",
+            id="raises-without-message",
+        ),
     ],
 )
 def test_results_of_a_finished_task(backend: str, reply: Any, expected: str) -> None:
@@ -295,8 +305,8 @@ def test_results_of_running_and_unknown_tasks(backend: str) -> None:
         return [await tools.results(1), await tools.results(999)]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Task 1 is still running.",
-        "Error: No task found with ID 999.",
+        "Task 1 has not finished yet.",
+        "Error: there is no task with id 999.",
     ]
 
 
@@ -312,8 +322,8 @@ def test_all_tasks_listing(backend: str) -> None:
         return [empty, await tools.all()]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "No tasks.",
-        "Tasks:\n- Task 1 [running] (worker): long job\n- Task 2 [completed] (fast): short job",
+        "There are no background tasks.",
+        "Background tasks:\n- Task 1 [running] (worker): long job\n- Task 2 [completed] (fast): short job",
     ]
 
 
@@ -339,8 +349,8 @@ def test_continue_reuses_the_child_session(backend: str) -> None:
 
     assert loopsim.simulate(main, backend=backend) == [
         "Initial result",
-        "Task 1 continued with new input.",
-        "Task 1 is still running.",
+        "Task 1 is running again with the new input.",
+        "Task 1 has not finished yet.",
         "Elaborated result",
     ]
     (_, first_session, before_first), (text, second_session, before_second) = worker.calls
@@ -368,7 +378,7 @@ def test_continue_a_failed_task_clears_its_error(backend: str) -> None:
         return [failed, await tools.results(1)], session
 
     replies, session = loopsim.simulate(main, backend=backend)
-    assert replies == ["Task failed: flaky", "fixed"]
+    assert replies == ["The task failed: flaky", "fixed"]
     assert records(session)[0] == {
         "id": 1,
         "agent_name": "worker",
@@ -387,8 +397,8 @@ def test_continue_refuses_running_and_unknown_tasks(backend: str) -> None:
         return [await tools.cont(1), await tools.cont(999)]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Error: Task 1 is still running. Wait for it to finish before continuing it.",
-        "Error: No task found with ID 999.",
+        "Error: task 1 has not finished yet; wait for it before you continue it.",
+        "Error: there is no task with id 999.",
     ]
 
 
@@ -422,8 +432,8 @@ def test_a_stale_waiter_does_not_overwrite_a_continued_run(backend: str) -> None
     replies, session = loopsim.simulate(main, backend=backend)
     assert replies == [
         "answer 1",
-        "Task 1 continued with new input.",
-        "Task 1 finished with status: completed.",  # the stale waiter reports its run
+        "Task 1 is running again with the new input.",
+        "Task 1 ended with status: completed.",  # the stale waiter reports its run
     ]
     assert records(session)[0]["status"] == "running"  # the continuation, untouched
 
@@ -448,12 +458,12 @@ def test_clear_removes_a_finished_task_and_never_reuses_its_id(backend: str) -> 
         ]
 
     assert loopsim.simulate(main, backend=backend) == [
-        "Task 1 cleared.",
-        "No tasks.",
-        "Error: No task found with ID 1.",
-        "Error: No task found with ID 1.",
-        "Error: No task found with ID 1.",
-        "Background task 2 started on agent 'worker'.",
+        "Removed task 1.",
+        "There are no background tasks.",
+        "Error: there is no task with id 1.",
+        "Error: there is no task with id 1.",
+        "Error: there is no task with id 1.",
+        "Started background task 2 on agent 'worker'.",
     ]
 
 
@@ -468,8 +478,8 @@ def test_clear_refuses_a_running_task(backend: str) -> None:
 
     replies, session = loopsim.simulate(main, backend=backend)
     assert replies == [
-        "Error: Task 1 is still running. Wait for it to finish before clearing it.",
-        "Error: No task found with ID 999.",
+        "Error: task 1 has not finished yet; wait for it before you clear it.",
+        "Error: there is no task with id 999.",
     ]
     assert [r["status"] for r in records(session)] == ["running"]
 
@@ -484,7 +494,7 @@ def test_clearing_out_of_order_keeps_the_list_in_id_order(backend: str) -> None:
             await tools.start("worker")
         await anyio.sleep(1)
         for task_id in (4, 1, 6):
-            assert await tools.clear(task_id) == f"Task {task_id} cleared."
+            assert await tools.clear(task_id) == f"Removed task {task_id}."
         return session
 
     session = loopsim.simulate(main, backend=backend)
@@ -577,20 +587,20 @@ def test_a_parent_model_drives_every_tool_and_sees_only_texts(backend: str) -> N
     assert elapsed == 60.0
     first, second = (request.messages[-1] for request in parent_client.requests[1:])
     assert [c.result for c in first.contents] == [
-        "Background task 1 started on agent 'web'.",
-        "Background task 2 started on agent 'code'.",
-        "Error: No background agent found with name 'nobody'. Available agents: web, code",
+        "Started background task 1 on agent 'web'.",
+        "Started background task 2 on agent 'code'.",
+        "Error: there is no background agent named 'nobody'. These agents exist: web, code",
     ]
     results = [c.result for c in second.contents]
     assert results[:8] == [
-        "Task 2 finished with status: failed.",
-        "Task failed: crashed",
-        "Error: Task 1 is still running. Wait for it to finish before clearing it.",
-        "Task 1 finished with status: completed.",
+        "Task 2 ended with status: failed.",
+        "The task failed: crashed",
+        "Error: task 1 has not finished yet; wait for it before you clear it.",
+        "Task 1 ended with status: completed.",
         "web findings",
-        "Task 1 cleared.",
-        "Task 2 cleared.",
-        "No tasks.",
+        "Removed task 1.",
+        "Removed task 2.",
+        "There are no background tasks.",
     ]
     assert results[8].startswith("Error: invalid arguments for tool")
     assert all(c.error is None for c in (*first.contents, *second.contents))

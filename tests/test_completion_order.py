@@ -118,7 +118,7 @@ def _winner(task_order: Sequence[int], chooser: Any, backend: str) -> str:
 
 
 def test_without_a_tie_breaker_the_first_requested_task_wins(backend: str) -> None:
-    assert _winner([3, 1, 2], None, backend) == "Task 3 finished with status: completed."
+    assert _winner([3, 1, 2], None, backend) == "Task 3 ended with status: completed."
 
 
 @given(order=st.permutations([1, 2, 3]), data=st.data())
@@ -136,4 +136,4 @@ def test_the_tie_breaker_decides_among_the_requested_tasks(
     backend = data.draw(st.sampled_from(["asyncio", "trio"]), label="backend")
     reply = _winner(order, chooser, backend)
     assert seen == [order]  # every tied task, in the requested order, asked once
-    assert reply == f"Task {order[chosen[0]]} finished with status: completed."
+    assert reply == f"Task {order[chosen[0]]} ended with status: completed."

@@ -344,9 +344,9 @@ def test_judge_request_shape() -> None:
     header, *middle, tail = user.contents
     assert isinstance(header, TextContent)
     assert header.text.startswith("# ")
-    assert header.text.endswith("\n\n## Original request:\n")
+    assert header.text.endswith("\n\n## The original request:\n")
     assert middle == [TextContent(text="describe this"), image, TextContent(text="briefly")]
-    assert tail == TextContent(text="\n\n## Agent's latest response:\na cat")
+    assert tail == TextContent(text="\n\n## The agent's most recent response:\na cat")
 
 
 def test_default_instructions_name_the_fields_and_markers() -> None:
@@ -400,7 +400,7 @@ def test_criteria_render_into_the_default_instructions() -> None:
     )
     expected = AIJudgeLoopEvaluator.DEFAULT_INSTRUCTIONS.replace(
         "{criteria}",
-        "\n\nThe response must satisfy all of the following criteria:\n- cites sources\n- is short",
+        "\n\nThe response has to meet every one of these criteria:\n- cites sources\n- is short",
     )
     assert evaluator.instructions == expected
     assert "{criteria}" not in evaluator.instructions
@@ -446,13 +446,18 @@ def test_judge_failure_propagates(backend: str) -> None:
 
 def test_judge_verdict_model_uses_upstream_json_names() -> None:
     verdict = JudgeVerdict(False, "gap")
-    assert verdict.model_dump(by_alias=True) == {"answered": False, "gapAnalysis": "gap"}
+    # .NET's gapAnalysis and the Python package's reasoning, side by side
+    assert verdict.model_dump(by_alias=True) == {
+        "answered": False,
+        "gapAnalysis": "gap",
+        "reasoning": "",
+    }
     assert JudgeVerdict.model_validate_json('{"answered": true, "gapAnalysis": "g"}') == (
         JudgeVerdict(answered=True, gap_analysis="g")
     )
     assert JudgeVerdict.model_validate({"answered": True, "gap_analysis": "s"}).gap_analysis == "s"
     schema = JudgeVerdict.model_json_schema(by_alias=True)
-    assert set(schema["properties"]) == {"answered", "gapAnalysis"}
+    assert set(schema["properties"]) == {"answered", "gapAnalysis", "reasoning"}
     assert JudgeVerdict(True).gap_analysis == ""
     assert json.loads(verdict.model_dump_json(by_alias=True))["gapAnalysis"] == "gap"
 

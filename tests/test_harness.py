@@ -62,7 +62,7 @@ def test_background_agents_add_a_provider_with_the_settings() -> None:
     assert agent.agent.context_providers[0] is provider
     assert provider.wait_timeout_seconds == 30
     assert provider.instructions == (
-        "Custom instructions with Available background agents:\n- web: searches\n- code: reads code"
+        "Custom instructions with Background agents you can use:\n- web: searches\n- code: reads code"
     )
 
 
@@ -152,9 +152,10 @@ def test_middleware_must_be_a_sequence(bad: Any) -> None:
         create_harness_agent(client(), name="h", middleware=bad)
 
 
-def test_name_is_required() -> None:
+def test_name_is_optional_as_upstream_but_unknown_options_are_type_errors() -> None:
+    assert create_harness_agent(client()).name is None
     with pytest.raises(TypeError):
-        create_harness_agent(client())  # type: ignore[call-arg]
+        create_harness_agent(client(), no_such_option=True)
 
 
 def test_instructions_tools_and_description_reach_the_chat_agent(backend: str) -> None:
@@ -179,7 +180,7 @@ def test_instructions_tools_and_description_reach_the_chat_agent(backend: str) -
     assert loopsim.simulate(main, backend=backend) == "hi"
     options = scripted.requests[0].options
     assert options.instructions is not None
-    assert options.instructions.startswith("Be brief.\n\n## Background Agents")
+    assert options.instructions.startswith("Be brief.\n## Background Agents")
     assert options.tool_names[0] == "ping"
     assert len(options.tool_names) == 7
 

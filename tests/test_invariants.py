@@ -98,7 +98,13 @@ def _good_run() -> list[Event]:
         .at(10.0)
         .add("clock_jump", **{"from": 0.0, "to": 10.0})
         .task(1, "completed")
-        .add("tool_result", name=WAIT, call_id="c1", session="s1", result="Task 1 finished")
+        .add(
+            "tool_result",
+            name=WAIT,
+            call_id="c1",
+            session="s1",
+            result="Task 1 ended with status: completed.",
+        )
         .response(second, "resp-0002")
         .decision(2, 0, "stop", evaluator=background)
         .decision(2, 1, "stop")
@@ -274,7 +280,13 @@ def test_5_wait_returned_after_its_timeout() -> None:
         Events()
         .add("tool_call", name=WAIT, call_id="c1", session="s1", arguments={})
         .at(400.0)
-        .add("tool_result", name=WAIT, call_id="c1", session="s1", result="Task 1 finished")
+        .add(
+            "tool_result",
+            name=WAIT,
+            call_id="c1",
+            session="s1",
+            result="Task 1 ended with status: completed.",
+        )
         .events
     )
     assert check_waits(events, 400.0) == []
@@ -295,7 +307,7 @@ def test_5_timed_out_wait_finished_its_task() -> None:
             name=WAIT,
             call_id="c1",
             session="s1",
-            result="No background task completed within 300 seconds.",
+            result="Waited 300 seconds and no background task finished.",
         )
         .events
     )
@@ -322,7 +334,7 @@ def test_5_a_task_finalized_as_the_wait_begins_is_not_a_violation() -> None:
             name=WAIT,
             call_id="c1",
             session="s1",
-            result="No background task completed within 1 seconds.",
+            result="Waited 1 seconds and no background task finished.",
         )
         .events
     )

@@ -204,8 +204,8 @@ def test_record_feedback_builds_the_progress_log(backend: str) -> None:
     run(agent, backend=backend)
     assert seen == [[], ["e1"], ["e1", "e2"]]  # called on the capped iteration too
     # without a session the whole log is injected each time
-    assert "Progress so far:\n- e1" in request_texts(client, 1)
-    assert "Progress so far:\n- e1\n- e2" in request_texts(client, 2)
+    assert "Progress up to now:\n- e1" in request_texts(client, 1)
+    assert "Progress up to now:\n- e1\n- e2" in request_texts(client, 2)
 
 
 def test_with_a_session_only_the_latest_entry_is_injected(backend: str) -> None:
@@ -214,7 +214,7 @@ def test_with_a_session_only_the_latest_entry_is_injected(backend: str) -> None:
     )
     agent, client = agent_with(["a", "b", "c"], loop)
     run(agent, backend=backend, session=AgentSession())
-    assert request_texts(client, 2)[-2:] == ["Progress so far:\n- e2", NUDGE]
+    assert request_texts(client, 2)[-2:] == ["Progress up to now:\n- e2", NUDGE]
 
 
 def test_without_record_feedback_the_previous_answer_is_echoed(backend: str) -> None:
@@ -222,7 +222,7 @@ def test_without_record_feedback_the_previous_answer_is_echoed(backend: str) -> 
         ["response to: task", "b"], AgentLoopMiddleware(always, max_iterations=2)
     )
     run(agent, backend=backend)
-    assert "Progress so far:\n- response to: task" in request_texts(client, 1)
+    assert "Progress up to now:\n- response to: task" in request_texts(client, 1)
 
 
 def test_tuple_feedback_reaches_record_feedback_and_next_message(backend: str) -> None:
@@ -284,7 +284,7 @@ def test_fresh_context_without_a_session_resends_the_task(backend: str) -> None:
     run(agent, "original task", backend)
     second = request_texts(client, 1)
     assert second[0] == "original task"
-    assert "Progress so far:\n- note-1" in second
+    assert "Progress up to now:\n- note-1" in second
 
 
 @pytest.mark.parametrize("store", ["in_memory", "service_response_chain"])
@@ -429,7 +429,7 @@ def test_streaming_marker_stop_with_previous_text_injected(backend: str) -> None
     agent, client = agent_with(["drafting", "all DONE"], loop)
     _, final = stream(agent, backend=backend)
     assert len(client.requests) == 2
-    assert "Progress so far:\n- drafting" in request_texts(client, 1)
+    assert "Progress up to now:\n- drafting" in request_texts(client, 1)
     assert final.text == "all DONE"
 
 

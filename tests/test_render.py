@@ -29,7 +29,7 @@ def test_text_shows_only_the_new_tail_of_each_request() -> None:
     lines = loopsim.render_text(TRANSCRIPT).splitlines()
     second = [line for line in lines if "model_request" in line and "parent" in line][1]
     assert second.endswith(
-        "tool: result #c1 = \"Background task 1 started on agent 'web'.\" (+2 earlier)"
+        "tool: result #c1 = \"Started background task 1 on agent 'web'.\" (+2 earlier)"
     )
     assert "tools:" not in second  # listed only when they change
     assert all(line.startswith(("t=", "# ")) for line in lines)

@@ -203,8 +203,8 @@ def test_manual_setup_and_release(backend: str) -> None:
     assert statuses == ["lost", "lost"]  # released while running
     assert elapsed == 0.0  # release cancelled the children; nobody waited for them
     assert tool_results(namespace["client"]) == [
-        "Background task 1 started on agent 'web_search'.",
-        "Background task 2 started on agent 'code_analysis'.",
+        "Started background task 1 on agent 'web_search'.",
+        "Started background task 2 on agent 'code_analysis'.",
     ]
 
 
@@ -293,8 +293,8 @@ def test_the_wait_timeout_of_the_samples_bounds_each_wait(backend: str) -> None:
     assert finished_at == 120.0
     results = tool_results(namespace["client"])
     timed_out = (
-        "No background task completed within 30 seconds. "
-        "The tasks are still running; call this tool again to keep waiting."
+        "Waited 30 seconds and no background task finished. "
+        "They keep running; call this tool again to wait longer."
     )
     assert results[1:4] == [timed_out] * 3
-    assert results[4:] == ["Task 1 finished with status: completed.", "3 sources on X"]
+    assert results[4:] == ["Task 1 ended with status: completed.", "3 sources on X"]

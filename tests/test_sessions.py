@@ -73,7 +73,7 @@ def test_serialized_session_keeps_state_and_id(store: str) -> None:
 
 
 def test_from_dict_rejects_foreign_data() -> None:
-    with pytest.raises(ValueError, match="not a serialized loopsim session"):
+    with pytest.raises(ValueError, match="not a serialized session"):
         AgentSession.from_dict({"session_id": "x"})
 
 

@@ -1,6 +1,13 @@
 """Agents, sessions, history stores, tools, context providers and middleware."""
 
-from ._agent import Agent, AgentMiddleware, AgentRunContext, ContextProvider, SessionContext
+from ._agent import (
+    Agent,
+    AgentMiddleware,
+    AgentRunContext,
+    ContextProvider,
+    MiddlewareTermination,
+    SessionContext,
+)
 from ._base import (
     BaseAgent,
     DelegatingAgent,
@@ -32,6 +39,7 @@ __all__ = [
     "FunctionTool",
     "HistoryStoreKind",
     "MessageView",
+    "MiddlewareTermination",
     "ResponseStream",
     "RunOptions",
     "SessionContext",

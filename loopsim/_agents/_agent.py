@@ -28,37 +28,51 @@ from .._messages import (
     normalize_messages,
     text_message,
 )
+from .._wording import WORDING, say
 from ._base import BaseAgent, ResponseStream, RunOptions
 from ._session import AgentSession, HistoryStoreKind, MessageView
-from ._tools import FunctionTool
+from ._tools import FunctionTool, ToolArgumentError
 
 __all__ = [
     "Agent",
     "AgentMiddleware",
     "AgentRunContext",
     "ContextProvider",
+    "MiddlewareTermination",
     "SessionContext",
 ]
 
 T = TypeVar("T")
 #: upstream's ``DEFAULT_MAX_ITERATIONS`` of its function invocation configuration
 DEFAULT_MAX_TOOL_ROUNDS = 40
+#: After this many tool rounds in a row with a failed call, the next request is the last
+#: one and offers no tools (upstream's ``max_consecutive_errors_per_request``).
+DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 
-def _max_iterations(config: Mapping[str, Any]) -> int:
-    """``max_iterations`` of an upstream-style function invocation configuration."""
-    unknown = sorted(set(config) - {"max_iterations"})
+_TOOL_LOOP_KEYS = {"max_iterations": DEFAULT_MAX_TOOL_ROUNDS}
+_TOOL_LOOP_KEYS["max_consecutive_errors_per_request"] = DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS
+
+
+def _tool_loop(config: Mapping[str, Any]) -> tuple[int, int]:
+    """``(max_iterations, max_consecutive_errors_per_request)`` of an upstream-style
+    function invocation configuration (the two keys loopsim simulates)."""
+    unknown = sorted(set(config) - set(_TOOL_LOOP_KEYS))
     if unknown:
         msg = (
-            f"function_invocation_configuration: loopsim supports max_iterations only, "
-            f"got {', '.join(map(repr, unknown))}"
+            "function_invocation_configuration: loopsim supports "
+            f"{', '.join(_TOOL_LOOP_KEYS)} only, got {', '.join(map(repr, unknown))}"
         )
         raise ValueError(msg)
-    value = config.get("max_iterations", DEFAULT_MAX_TOOL_ROUNDS)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"function_invocation_configuration: max_iterations must be >= 1, got {value!r}"
-        raise ValueError(msg)
-    return value
+    values = []
+    for key, default in _TOOL_LOOP_KEYS.items():
+        value = config.get(key, default)
+        least = 1 if key == "max_iterations" else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            msg = f"function_invocation_configuration: {key} must be >= {least}, got {value!r}"
+            raise ValueError(msg)
+        values.append(value)
+    return values[0], values[1]
 
 
 @dataclass(slots=True)
@@ -146,6 +160,22 @@ class AgentRunContext:
 CallNext = Callable[[], Awaitable[None]]
 
 
+class MiddlewareTermination(Exception):  # noqa: N818 - upstream's name
+    """Raised by a middleware to end the run early and cleanly (upstream's control flow).
+
+    The run returns what the middleware context holds then: a non-streaming run the
+    ``context.result`` already set (a response with no messages when there is none;
+    upstream returns None there), a stream the updates seen so far. Inside an
+    :class:`~loopsim.AgentLoopMiddleware` the loop stops and keeps its last finished
+    iteration. ``result`` is kept for upstream's signature; as upstream, an agent run
+    does not read it.
+    """
+
+    def __init__(self, message: str = "middleware ended the run", *, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class AgentMiddleware:
     """Wraps an agent's runs: ``process`` may change the context and call ``call_next``
     (any number of times — ``AgentLoopMiddleware`` re-invokes through it)."""
@@ -211,13 +241,17 @@ class Agent(BaseAgent):
         history_store: HistoryStoreKind = "in_memory",
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         function_invocation_configuration: Mapping[str, Any] | None = None,
+        max_consecutive_tool_errors: int = DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS,
+        default_options: RunOptions | None = None,
     ) -> None:
         super().__init__(name=name, id=id, description=description, history_store=history_store)
         if client is None or not hasattr(client, "get_response"):
             msg = f"client must be a chat client (with get_response), got {type(client).__name__}"
             raise TypeError(msg)
         if function_invocation_configuration is not None:
-            max_tool_rounds = _max_iterations(function_invocation_configuration)
+            max_tool_rounds, max_consecutive_tool_errors = _tool_loop(
+                function_invocation_configuration
+            )
         if max_tool_rounds < 1:
             msg = f"max_tool_rounds must be >= 1, got {max_tool_rounds}"
             raise ValueError(msg)
@@ -228,8 +262,18 @@ class Agent(BaseAgent):
         ]
         self.context_providers: list[ContextProvider] = list(context_providers)
         self.middleware: list[AgentMiddleware] = list(middleware)
+        if max_consecutive_tool_errors < 0:
+            msg = f"max_consecutive_tool_errors must be >= 0, got {max_consecutive_tool_errors}"
+            raise ValueError(msg)
         self.max_tool_rounds = max_tool_rounds
+        self.max_consecutive_tool_errors = max_consecutive_tool_errors
+        #: upstream's ``default_options``: run options every run starts from (a run's own
+        #: options win key by key)
+        self.default_options: dict[str, Any] = dict(default_options or {})
         self._label = name or self.id
+        #: a harness agent sends providers' context messages with the first model call of
+        #: a run only (upstream persists history per service call)
+        self._context_messages_first_call_only = False
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -242,7 +286,7 @@ class Agent(BaseAgent):
 
     # -- entry points -------------------------------------------------------------------
 
-    async def run(
+    async def _run_response(
         self,
         messages: MessagesInput = None,
         *,
@@ -262,7 +306,13 @@ class Agent(BaseAgent):
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=False
         )
-        await self._pipeline(context, 0)
+        try:
+            await self._pipeline(context, 0)
+        except MiddlewareTermination:
+            if context.result is None:
+                return build_agent_response(
+                    [], response_id=_trace.next_id("resp"), agent_id=self.id
+                )
         result = context.result
         if isinstance(result, ResponseStream):
             return await result.get_final_response()
@@ -294,7 +344,13 @@ class Agent(BaseAgent):
     async def _stream_through_pipeline(
         self, context: AgentRunContext
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
-        await self._pipeline(context, 0)
+        try:
+            await self._pipeline(context, 0)
+        except MiddlewareTermination:
+            if not isinstance(context.result, ResponseStream):
+                if isinstance(context.result, AgentResponse):
+                    yield context.result
+                return
         result = context.result
         if isinstance(result, AgentResponse):
             yield result
@@ -306,6 +362,8 @@ class Agent(BaseAgent):
             async for update in result:
                 yield update
             yield await result.get_final_response()
+        except MiddlewareTermination:
+            return  # the stream ends with what it yielded so far
         finally:
             await result.aclose()
 
@@ -346,8 +404,8 @@ class Agent(BaseAgent):
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
-            final = round_number > self.max_tool_rounds
-            if final:  # upstream: past the limit, one last request offering no tools
+            final = round_number > self.max_tool_rounds or state.error_limit_reached
+            if final:  # upstream: past a limit, one last request offering no tools
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -383,8 +441,8 @@ class Agent(BaseAgent):
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
-            final = round_number > self.max_tool_rounds
-            if final:  # upstream: past the limit, one last request offering no tools
+            final = round_number > self.max_tool_rounds or state.error_limit_reached
+            if final:  # upstream: past a limit, one last request offering no tools
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -427,7 +485,7 @@ class Agent(BaseAgent):
             # no providers, no run options: the agent's own instructions and tools
             instructions = self.instructions
             # join, as the general path does: same str, same TypeError for a non-str
-            joined = "\n\n".join((instructions,)) if instructions else None  # noqa: FLY002
+            joined = "\n".join((instructions,)) if instructions else None  # noqa: FLY002
             return ChatOptions(
                 instructions=joined,
                 tools=list(self.tools),
@@ -439,7 +497,7 @@ class Agent(BaseAgent):
         ]
         tools = [*self.tools, *extra_tools, *options.get("tools", ())]
         return ChatOptions(
-            instructions="\n\n".join(parts) if parts else None,
+            instructions="\n".join(parts) if parts else None,
             tools=tools,
             response_format=options.get("response_format"),
             additional_properties={
@@ -484,14 +542,21 @@ class Agent(BaseAgent):
             offered = ", ".join(options.tool_names) or "none"
             result = FunctionResultContent(
                 call_id=call.call_id,
+                result=say("agent.tool.unknown", name=call.name),
                 error=f"unknown tool {call.name!r}; tools offered this turn: {offered}",
             )
         else:
+            # Upstream's shape for a failed call: a fixed error text as the result the model
+            # reads, the exception's text beside it (upstream: ``exception``; here ``error``).
             try:
                 value = await found.invoke(call.arguments)
+            except ToolArgumentError as exc:
+                result = FunctionResultContent(
+                    call_id=call.call_id, result=WORDING["agent.tool.bad_arguments"], error=str(exc)
+                )
             except Exception as exc:  # noqa: BLE001 - the model sees the error, the run goes on
                 result = FunctionResultContent(
-                    call_id=call.call_id, error=f"{type(exc).__name__}: {exc}"
+                    call_id=call.call_id, result=WORDING["agent.tool.failed"], error=str(exc)
                 )
             else:
                 result = FunctionResultContent(call_id=call.call_id, result=_json_safe(value))
@@ -518,7 +583,7 @@ class Agent(BaseAgent):
                 results.append(
                     FunctionResultContent(
                         call_id=approval.function_call.call_id,
-                        error="the user rejected this tool call",
+                        result=WORDING["agent.tool.rejected"],
                     )
                 )
         return Message("tool", results, message_id=_trace.next_id("msg"))
@@ -529,10 +594,14 @@ class _RunState:
 
     __slots__ = (
         "agent",
+        "approval_ids",
         "chat_options",
         "context",
+        "error_limit_reached",
+        "errors_in_a_row",
         "history",
         "input_messages",
+        "later_history",
         "prefix",
         "produced",
         "response_id",
@@ -547,6 +616,9 @@ class _RunState:
         self.produced: list[Message] = []
         self.usage: Usage | None = None
         self.response_id: str | None = None
+        self.errors_in_a_row = 0
+        self.error_limit_reached = False
+        self.approval_ids: dict[str, str] = {}
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -554,6 +626,8 @@ class _RunState:
         Returns the tool message answering them (already in ``produced``), or None.
         """
         agent, session, input_messages = self.agent, self.session, self.input_messages
+        if agent.default_options:
+            options = {**agent.default_options, **options}
         providers = agent.context_providers
         # No providers: nobody could see or fill a SessionContext, so none is made.
         context: SessionContext | None = None
@@ -570,12 +644,17 @@ class _RunState:
         self.chat_options = chat_options = agent._chat_options(context, options)
         chat_options.agent_name = agent._label
         chat_options.session_id = session.session_id
-        self.history = session.history()
-        self.prefix: tuple[Message, ...] = (
-            tuple(input_messages)
-            if context is None
-            else (*context.context_messages, *input_messages)
-        )
+        history = session.history()
+        self.prefix: tuple[Message, ...] = tuple(input_messages)
+        self.later_history: MessageView | None = None
+        if context is not None and context.context_messages:
+            # Upstream's order: providers' context messages, then the session history, then
+            # the new input and what this run produced.
+            lead = (*context.context_messages, *history)
+            if agent._context_messages_first_call_only:
+                self.later_history = history
+            history = MessageView(lead, len(lead))
+        self.history = history
         approvals = [
             c
             for m in input_messages
@@ -591,6 +670,9 @@ class _RunState:
     def request(self) -> MessageView:
         """This round's request (history, then prefix and what the run produced), reported."""
         request = self.history.followed_by((*self.prefix, *self.produced))
+        if self.later_history is not None:
+            # a harness agent: context messages reach only the run's first model call
+            self.history, self.later_history = self.later_history, None
         if _trace.observed():  # spares listing the tool names for nobody
             _trace.emit(
                 "model_request",
@@ -639,10 +721,7 @@ class _RunState:
         if visible:
             return None
         fallback = text_message(
-            "assistant",
-            f"Stopped: the limit of {self.agent.max_tool_rounds} model turns with tool "
-            "calls in one run was reached.",
-            message_id=_trace.next_id("msg"),
+            "assistant", WORDING["agent.tool.limit_reached"], message_id=_trace.next_id("msg")
         )
         self.produced.append(fallback)
         return fallback
@@ -669,13 +748,32 @@ class _RunState:
             if isinstance(c, FunctionCallContent)
         ]
 
-    def pending(self, calls: Sequence[FunctionCallContent]) -> set[str]:
-        """Ids of the calls that wait for approval."""
+    def pending(self, calls: Sequence[FunctionCallContent]) -> dict[str, str]:
+        """Call id -> approval request id, for the calls that wait for approval."""
         agent, chat_options = self.agent, self.chat_options
-        return {c.call_id for c in calls if agent._requires_approval(c.name, chat_options)}
+        found = self.approval_ids
+        for c in calls:
+            if c.call_id not in found and agent._requires_approval(c.name, chat_options):
+                found[c.call_id] = _trace.next_id("approval")
+        return {c.call_id: found[c.call_id] for c in calls if c.call_id in found}
+
+    def _count_errors(self, tool_message: Message) -> None:
+        failed = any(
+            isinstance(c, FunctionResultContent) and c.error is not None
+            for c in tool_message.contents
+        )
+        if not failed:
+            self.errors_in_a_row = 0
+            return
+        self.errors_in_a_row += 1
+        if self.errors_in_a_row >= self.agent.max_consecutive_tool_errors:
+            self.error_limit_reached = True
 
     async def act(
-        self, chat_response: ChatResponse, calls: list[FunctionCallContent], pending: set[str]
+        self,
+        chat_response: ChatResponse,
+        calls: list[FunctionCallContent],
+        pending: dict[str, str],
     ) -> tuple[Message | None, bool]:
         """Keep the answer and run the tools it may run: (tool message or None, run done)."""
         agent, produced = self.agent, self.produced
@@ -690,6 +788,7 @@ class _RunState:
         produced.extend(chat_response.messages)
         tool_message = await agent._run_tools(calls, self.chat_options, self.session)
         produced.append(tool_message)
+        self._count_errors(tool_message)
         return tool_message, False
 
     async def finish(self) -> AgentResponse:
@@ -701,6 +800,9 @@ class _RunState:
             agent_id=agent.id,
             usage=self.usage,
         )
+        response_format = self.chat_options.response_format
+        if response_format is not None:  # upstream: parsed from the last answer when read
+            response._response_format = response_format
         session.add_messages([*self.input_messages, *produced])
         providers = agent.context_providers
         if providers:
@@ -734,16 +836,18 @@ def _note(exc: BaseException, text: str) -> None:
 _M = TypeVar("_M", Message, ChatResponseUpdate)
 
 
-def _with_approval_requests(message: _M, pending: set[str]) -> _M:
-    """``message`` with each pending call replaced by an approval request for it."""
+def _with_approval_requests(message: _M, pending: dict[str, str]) -> _M:
+    """``message`` with an approval request (its own id) after each pending call.
+
+    Upstream's shape: the function call stays, and the request follows it.
+    """
     if not pending:
         return message
-    contents = [
-        FunctionApprovalRequestContent(id=c.call_id, function_call=c)
-        if isinstance(c, FunctionCallContent) and c.call_id in pending
-        else c
-        for c in message.contents
-    ]
+    contents: list[Any] = []
+    for c in message.contents:
+        contents.append(c)
+        if isinstance(c, FunctionCallContent) and c.call_id in pending:
+            contents.append(FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c))
     return message.model_copy(update={"contents": contents})
 
 

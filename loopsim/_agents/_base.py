@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Coroutine, Generator, Mapping
 from contextlib import suppress
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from typing_extensions import Self
 
@@ -131,6 +131,10 @@ class ResponseStream(AsyncIterator[AgentResponseUpdate]):
         if aclose is not None:
             await aclose()
 
+    def __await__(self) -> Generator[Any, None, AgentResponse]:
+        """``await stream`` is ``await stream.get_final_response()`` (as upstream)."""
+        return self.get_final_response().__await__()
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -146,7 +150,65 @@ async def close_quietly(stream: AsyncIterator[Any]) -> None:
             await aclose()
 
 
-class BaseAgent:
+class StreamingRun:
+    """``run(..., stream=True)``, upstream's spelling of ``run_stream(...)``.
+
+    Without ``stream`` (or with ``stream=False``) ``run`` returns the coroutine of
+    :meth:`_run_response`; with ``stream=True`` it returns :meth:`run_stream`'s
+    :class:`ResponseStream` (iterate it, or await it for the final response).
+    """
+
+    @overload
+    def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        stream: Literal[False] = False,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> Coroutine[Any, Any, AgentResponse]: ...
+    @overload
+    def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        stream: Literal[True],
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> ResponseStream: ...
+    def run(
+        self,
+        messages: MessagesInput = None,
+        *,
+        stream: bool = False,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> Coroutine[Any, Any, AgentResponse] | ResponseStream:
+        """Run once on ``messages`` (a str, a Message or a sequence of them)."""
+        if stream:
+            return self.run_stream(messages, session=session, options=options)
+        return self._run_response(messages, session=session, options=options)
+
+    async def _run_response(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> AgentResponse:
+        raise NotImplementedError
+
+    def run_stream(
+        self,
+        messages: MessagesInput = None,
+        *,
+        session: Any = None,
+        options: RunOptions | None = None,
+    ) -> ResponseStream:
+        raise NotImplementedError
+
+
+class BaseAgent(StreamingRun):
     """Session plumbing for custom agents: subclass and implement :meth:`_run`.
 
     ``run_stream`` defaults to one update per message of ``_run``'s response; override
@@ -193,9 +255,21 @@ class BaseAgent:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r})"
 
-    def create_session(self) -> AgentSession:
-        """A new, empty session using this agent's history store."""
-        session = AgentSession(history_store=self.history_store)
+    def create_session(self, *, session_id: str | None = None) -> AgentSession:
+        """A new, empty session using this agent's history store (``session_id``: its id)."""
+        session = AgentSession(history_store=self.history_store, session_id=session_id)
+        _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
+        return session
+
+    def get_session(
+        self, service_session_id: str, *, session_id: str | None = None
+    ) -> AgentSession:
+        """A session bound to a service-side conversation id (upstream's ``get_session``)."""
+        session = AgentSession(
+            history_store=self.history_store,
+            session_id=session_id,
+            service_session_id=service_session_id,
+        )
         _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
         return session
 
@@ -216,14 +290,13 @@ class BaseAgent:
         """This agent when it is a ``service_type``, else None (subclasses add more)."""
         return self if isinstance(self, service_type) else None
 
-    async def run(
+    async def _run_response(
         self,
         messages: MessagesInput = None,
         *,
         session: AgentSession | None = None,
         options: RunOptions | None = None,
     ) -> AgentResponse:
-        """Run once on ``messages`` (a str, a Message or a sequence of them)."""
         return await self._run(
             normalize_messages(messages), session or self.create_session(), options or {}
         )
@@ -258,7 +331,7 @@ class BaseAgent:
         yield response
 
 
-class DelegatingAgent:
+class DelegatingAgent(StreamingRun):
     """Forwards everything to ``inner``; subclass it to decorate an agent.
 
     ``get_service`` answers with this agent when it matches, else asks ``inner``.
@@ -285,7 +358,7 @@ class DelegatingAgent:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
 
-    async def run(
+    async def _run_response(
         self,
         messages: MessagesInput = None,
         *,
@@ -300,11 +373,21 @@ class DelegatingAgent:
         *,
         session: Any = None,
         options: RunOptions | None = None,
-    ) -> AsyncIterator[AgentResponseUpdate]:
-        return self.inner.run_stream(messages, session=session, options=options)
+    ) -> ResponseStream:
+        stream = self.inner.run_stream(messages, session=session, options=options)
+        return stream if isinstance(stream, ResponseStream) else ResponseStream(stream)
 
-    def create_session(self) -> Any:
-        return self.inner.create_session()
+    def create_session(self, *, session_id: str | None = None) -> Any:
+        if session_id is None:
+            return self.inner.create_session()
+        return self.inner.create_session(session_id=session_id)  # type: ignore[call-arg] # an inner agent with upstream's signature
+
+    def get_session(self, service_session_id: str, *, session_id: str | None = None) -> Any:
+        get_session = getattr(self.inner, "get_session", None)
+        if get_session is None:
+            msg = f"{self.inner!r} has no get_session"
+            raise TypeError(msg)
+        return get_session(service_session_id, session_id=session_id)
 
     def serialize_session(self, session: Any) -> dict[str, Any]:
         return self.inner.serialize_session(session)

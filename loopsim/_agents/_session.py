@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 from .. import _trace
-from .._messages import MESSAGES_ADAPTER, Message
+from .._messages import Message
+from ._session_dicts import HISTORY_STATE_KEY, messages_from_dicts, messages_to_dicts
 
 __all__ = [
     "HISTORY_STORES",
@@ -40,7 +41,8 @@ HISTORY_STORES: tuple[HistoryStoreKind, ...] = (
     "service_conversation",
     "service_response_chain",
 )
-SESSION_FORMAT = "loopsim.session"
+SESSION_FORMAT = "loopsim.session"  # read, for snapshots of earlier loopsim versions
+SESSION_TYPE = "session"  # upstream's
 
 
 _new_view = object.__new__
@@ -238,31 +240,60 @@ class AgentSession:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe snapshot (see the module docstring for what each store keeps)."""
-        data: dict[str, Any] = {
-            "type": SESSION_FORMAT,
-            "session_id": self.session_id,
-            "history_store": self.history_store,
-            "state": copy.deepcopy(self.state),
-        }
+        """A JSON-safe snapshot in upstream's session dict shape.
+
+        ``{"type": "session", "session_id", "service_session_id", "state"}`` as upstream
+        writes it, plus loopsim's ``history_store``; an in-memory history is kept where
+        upstream keeps it, in ``state["in_memory"]["messages"]`` (see the module
+        docstring for what each store keeps).
+        """
+        state = copy.deepcopy(self.state)
         if self.history_store == "in_memory":
-            data["messages"] = MESSAGES_ADAPTER.dump_python(self._messages, mode="json")
-        else:
-            data["service_session_id"] = self.service_session_id
-        return data
+            state[HISTORY_STATE_KEY] = {"messages": messages_to_dicts(self._messages)}
+        return {
+            "type": SESSION_TYPE,
+            "session_id": self.session_id,
+            "service_session_id": self.service_session_id,
+            "state": state,
+            "history_store": self.history_store,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Restore a snapshot made by :meth:`to_dict` (same session id, fresh object)."""
-        if not isinstance(data, dict) or data.get("type") != SESSION_FORMAT:
-            msg = f"not a serialized loopsim session (expected type {SESSION_FORMAT!r})"
+        """Restore a snapshot (same session id, fresh object).
+
+        Reads what :meth:`to_dict` writes, what upstream's ``AgentSession.to_dict``
+        writes (its in-memory history included), and loopsim's earlier format.
+        """
+        if (
+            not isinstance(data, dict)
+            or data.get("type") not in (SESSION_TYPE, SESSION_FORMAT)
+            or not isinstance(data.get("session_id"), str)
+        ):
+            msg = (
+                f"not a serialized session (expected a dict with type {SESSION_TYPE!r} "
+                "and a session_id)"
+            )
             raise ValueError(msg)
         store = data.get("history_store", "in_memory")
-        messages = MESSAGES_ADAPTER.validate_python(data.get("messages", []))
+        state = data.get("state")
+        state = {} if state is None else copy.deepcopy(state)
+        if not isinstance(state, dict):
+            msg = (
+                f"session {data['session_id']!r}: state must be a dict, got {type(state).__name__}"
+            )
+            raise ValueError(msg)  # noqa: TRY004 - a bad snapshot is a ValueError
+        raw_messages: Any = data.get("messages", [])
+        history = state.get(HISTORY_STATE_KEY)
+        if store == "in_memory" and isinstance(history, dict) and "messages" in history:
+            raw_messages = history.pop("messages")
+            if not history:
+                del state[HISTORY_STATE_KEY]
+        messages = messages_from_dicts(raw_messages, f"session {data['session_id']!r} messages")
         return cls(
             session_id=data["session_id"],
             history_store=store,
-            state=copy.deepcopy(data.get("state", {})),
+            state=state,
             service_session_id=data.get("service_session_id"),
             messages=messages,
         )

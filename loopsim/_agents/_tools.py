@@ -22,7 +22,8 @@ class FunctionTool:
     """A tool the model can call: name, description, JSON schema and the function.
 
     Arguments from the model are validated against the function's signature (pydantic),
-    so ``task_id: int`` rejects ``"three"`` with a readable error the model sees.
+    so ``task_id: int`` rejects ``"three"`` with a readable error the model sees. An
+    argument the function does not take is ignored, as upstream ignores it.
     """
 
     def __init__(
@@ -90,7 +91,7 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
     model: type[BaseModel] = create_model(
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        f"{name}_arguments", __config__=ConfigDict(extra="ignore"), **fields
     )
     return model
 

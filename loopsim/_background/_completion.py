@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._loop._evaluators import required_service
+from .._wording import WORDING
 from ._provider import BackgroundAgentsProvider
 from ._task import BackgroundTaskStatus
 
@@ -36,13 +37,7 @@ INCOMPLETE_TASKS_PLACEHOLDER = "{incomplete_tasks}"
 INCOMPLETE_TASK_COUNT_PLACEHOLDER = "{incomplete_task_count}"
 #: Our own wording; structure as upstream: the count sentence ending in a colon, the task
 #: lines, a blank line, then what to do.
-DEFAULT_FEEDBACK_MESSAGE_TEMPLATE = (
-    "You still have {incomplete_task_count} background task(s) running, and they must "
-    "finish before your work is complete:\n"
-    "{incomplete_tasks}\n\n"
-    "Wait for these tasks to finish, fetch their results and work them into your answer. "
-    "Stop only when no background task is running any more."
-)
+DEFAULT_FEEDBACK_MESSAGE_TEMPLATE = WORDING["background.running_feedback"]
 
 _RUNNING = BackgroundTaskStatus.RUNNING.value
 

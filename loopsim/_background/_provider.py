@@ -42,6 +42,7 @@ from .._agents import (
     ToolArgumentError,
 )
 from .._messages import Message
+from .._wording import WORDING, say
 from ._spawn import ChildRun, loop_alive, loop_token, settle
 from ._task import BackgroundTaskInfo, BackgroundTaskStatus
 from ._ties import break_tie
@@ -60,24 +61,13 @@ DEFAULT_BACKGROUND_AGENTS_SOURCE_ID = "background_agents"
 DEFAULT_BACKGROUND_AGENTS_WAIT_TIMEOUT_SECONDS = 300
 BACKGROUND_AGENTS_PLACEHOLDER = "{background_agents}"
 
-#: Our own wording; the structure (heading, one sentence, four bullets, the agent list
-#: last) follows upstream's default.
-DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS = """## Background Agents
-
-Background agents can take on work for you and carry it out while you go on.
-
-- Use the background_agents_* tools to start tasks and to look at their results.
-- Starting a task does not block: the tasks you start run at the same time.
-- Important: wait until every task you started has finished before you give your final answer.
-- Important: when you have read a finished task's result, remove it with \
-background_agents_clear_completed_task, unless you mean to send it follow-up work with \
-background_agents_continue_task.
-
-{background_agents}"""
+#: Our own wording (``WORDING["background.instructions"]``); the structure (heading, one
+#: sentence, four bullets, the agent list last) follows upstream's default.
+DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS = WORDING["background.instructions"]
 
 _RUNNING = BackgroundTaskStatus.RUNNING.value
 _LOST = BackgroundTaskStatus.LOST.value
-_STATUS_HEADING = "### Current background tasks"
+_STATUS_HEADING = WORDING["background.status_heading"]
 
 
 def _reject_bool(value: object) -> object:
@@ -135,6 +125,7 @@ class _Runtime:
         "index",
         "token",
         "tools",
+        "waiting",
     )
 
     def __init__(self, token: object | None) -> None:
@@ -149,11 +140,13 @@ class _Runtime:
         self.finished: list[ChildRun] = []
         self.index: _Index | None = None
         self.tools: tuple[object, list[FunctionTool]] | None = None
+        #: task id -> how many wait-tool calls are blocked on its run right now
+        self.waiting: dict[int, int] = {}
 
     def track(self, task_id: int, run: ChildRun) -> None:
         if self.closed:
             run.cancel()
-            msg = "Session runtime is closed; cannot start background task."
+            msg = say("background.released.track")
             raise RuntimeError(msg)
         self.in_flight[task_id] = run
 
@@ -172,7 +165,7 @@ class _BackgroundTool(FunctionTool):
         try:
             return await super().invoke(arguments)
         except ToolArgumentError as exc:
-            return f"Error: {exc}"
+            return say("background.bad_arguments", detail=exc)
 
 
 class BackgroundAgentsProvider(ContextProvider):
@@ -263,7 +256,7 @@ class BackgroundAgentsProvider(ContextProvider):
         return self._wait_timeout_seconds
 
     def _agent_list(self) -> str:
-        lines = ["Available background agents:"]
+        lines = [WORDING["background.agent_list"]]
         for agent in self._agents.values():
             line = f"- {agent.name}"
             if agent.description:
@@ -351,10 +344,32 @@ class BackgroundAgentsProvider(ContextProvider):
         try:
             if pending:
                 await _drain(session_id, pending, timeout)
+                self._finalize_awaited(session, runtime, pending)
         finally:
             runtime.clear()
             if self._runtimes.get(session_id) is runtime:
                 del self._runtimes[session_id]
+
+    def _finalize_awaited(
+        self, session: AgentSession, runtime: _Runtime, runs: Iterable[ChildRun]
+    ) -> None:
+        """Save the outcome of drained runs a blocked wait tool is waiting on.
+
+        Upstream's waiter resumes before the release clears the runtime, so such a
+        task's record is final (``failed``, cancelled) when ``release_session`` returns;
+        a run nobody waits on keeps its saved ``running`` record (``lost`` later).
+        """
+        index = self._index(runtime, self._state(session)["tasks"])
+        for run in runs:
+            if not (run.finished and runtime.waiting.get(run.task_id)):
+                continue
+            record = index.by_id.get(run.task_id)
+            if (
+                record is not None
+                and record["status"] == _RUNNING
+                and runtime.in_flight.get(run.task_id) is run
+            ):
+                self._finalize(session, runtime, record, run)
 
     # -- state, runtime and refresh -----------------------------------------------------
 
@@ -491,43 +506,27 @@ class BackgroundAgentsProvider(ContextProvider):
         tools: list[FunctionTool] = [
             _BackgroundTool(
                 background_agents_start_task,
-                description=(
-                    "Start a task on a named background agent without waiting for it. "
-                    "agent_name: which agent does the work; input: the request passed to it; "
-                    "description: a short label to recognize the task later. Returns the task id."
-                ),
+                description=say("background.tool.start"),
             ),
             _BackgroundTool(
                 background_agents_wait_for_first_completion,
-                description=(
-                    "Wait until the first of the given background tasks finishes, or until "
-                    f"{timeout} seconds have passed. After a timeout the tasks are still "
-                    "running and you can call this tool again."
-                ),
+                description=say("background.tool.wait", timeout=timeout),
             ),
             _BackgroundTool(
                 background_agents_get_task_results,
-                description="Get the result of a finished task, its error, or its current status.",
+                description=say("background.tool.results"),
             ),
             _BackgroundTool(
                 background_agents_get_all_tasks,
-                description=(
-                    "List every background task with its id, status, agent and description."
-                ),
+                description=say("background.tool.list"),
             ),
             _BackgroundTool(
                 background_agents_continue_task,
-                description=(
-                    "Send follow-up input to a completed or failed task; it runs in the same "
-                    "child session, so the agent keeps its earlier context."
-                ),
+                description=say("background.tool.continue"),
             ),
             _BackgroundTool(
                 background_agents_clear_completed_task,
-                description=(
-                    "Remove a finished task and release its child session. Running tasks "
-                    "cannot be cleared."
-                ),
+                description=say("background.tool.clear"),
             ),
         ]
         runtime.tools = (session, tools)
@@ -542,14 +541,11 @@ class BackgroundAgentsProvider(ContextProvider):
         description: str,
     ) -> str:
         if runtime.closed:
-            return "Error: Session is being released; cannot start a new background task."
+            return say("background.released.start")
         agent = self._agents.get(agent_name.lower())
         if agent is None:
             available = ", ".join(str(a.name) for a in self._agents.values())
-            return (
-                f"Error: No background agent found with name '{agent_name}'. "
-                f"Available agents: {available}"
-            )
+            return say("background.start.unknown_agent", agent_name=agent_name, available=available)
         state = self._state(session)
         index = self._index(runtime, state["tasks"])
         task_id = int(state["next_task_id"])
@@ -569,14 +565,14 @@ class BackgroundAgentsProvider(ContextProvider):
         }
         index.append(record)
         self._emit(session, record, _RUNNING)
-        return f"Background task {task_id} started on agent '{agent_name}'."
+        return say("background.start.ok", task_id=task_id, agent_name=agent_name)
 
     async def _wait(self, session: AgentSession, runtime: _Runtime, task_ids: Iterable[int]) -> str:
         if runtime.closed:
-            return "Error: Session is being released; cannot wait for background tasks."
+            return say("background.released.wait")
         requested = list(dict.fromkeys(task_ids))
         if not requested:
-            return "Error: No task IDs provided."
+            return say("background.wait.no_ids")
         runs = [runtime.in_flight[t] for t in requested if t in runtime.in_flight]
         if not runs:
             index = self._refresh(session, runtime, self._state(session))
@@ -584,61 +580,73 @@ class BackgroundAgentsProvider(ContextProvider):
             not_running = [r for r in found if r["status"] != _RUNNING]
             if not_running:
                 first = min(not_running, key=_record_id)  # state order is id order
-                return f"Task {first['id']} is not running; current status: {first['status']}."
-            return "Error: None of the specified task IDs correspond to running tasks."
+                return say(
+                    "background.wait.not_running", task_id=first["id"], status=first["status"]
+                )
+            return say("background.wait.none_running")
         if not any(run.finished for run in runs):
             wake = anyio.Event()
+            waiting = runtime.waiting  # a release finalizes what a blocked wait waits on
             for run in runs:
                 run.add_listener(wake)
+                waiting[run.task_id] = waiting.get(run.task_id, 0) + 1
             try:
-                with anyio.move_on_after(self._wait_timeout_seconds):
-                    await wake.wait()
+                try:
+                    with anyio.move_on_after(self._wait_timeout_seconds):
+                        await wake.wait()
+                finally:
+                    for run in runs:
+                        run.remove_listener(wake)
+                if not any(run.finished for run in runs):
+                    return say("background.wait.timeout", timeout=self._wait_timeout_seconds)
+                # Let runs that end at this same virtual instant finish too, so the winner
+                # is chosen among all of them (by the simulation's tie breaker, see
+                # ``_ties``), not by which one the scheduler happened to run first.
+                await settle()
+                tied = [run for run in runs if run.finished]
+                winner = tied[break_tie([run.task_id for run in tied])]
             finally:
                 for run in runs:
-                    run.remove_listener(wake)
-            if not any(run.finished for run in runs):
-                return (
-                    f"No background task completed within {self._wait_timeout_seconds} seconds. "
-                    "The tasks are still running; call this tool again to keep waiting."
-                )
-            # Let runs that end at this same virtual instant finish too, so the winner is
-            # chosen among all of them (by the simulation's tie breaker, see ``_ties``),
-            # not by which one the scheduler happened to run first.
-            await settle()
-            tied = [run for run in runs if run.finished]
-            winner = tied[break_tie([run.task_id for run in tied])]
+                    left = waiting.get(run.task_id, 1) - 1
+                    if left:
+                        waiting[run.task_id] = left
+                    else:
+                        waiting.pop(run.task_id, None)
         else:
             # Already finished when called: the first in the requested order (upstream).
             winner = next(run for run in runs if run.finished)
         record = self._index(runtime, self._state(session)["tasks"]).by_id.get(winner.task_id)
         if record is None:
-            return f"Task {winner.task_id} finished with status: Unknown."
+            return say("background.wait.finished_unknown", task_id=winner.task_id)
         # A newer run under the same id (``continue_task``) owns the record now; with no
         # run in flight (a release forgot them) the winner's outcome is still the news.
         current = runtime.in_flight.get(winner.task_id)
         if (current is None or current is winner) and record["status"] == _RUNNING:
             self._finalize(session, runtime, record, winner)
-        return f"Task {winner.task_id} finished with status: {winner.status.value}."
+        return say("background.wait.finished", task_id=winner.task_id, status=winner.status.value)
 
     def _get_task_results(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
         index = self._refresh(session, runtime, self._state(session))
         record = index.by_id.get(task_id)
         if record is None:
-            return f"Error: No task found with ID {task_id}."
+            return say("background.task.not_found", task_id=task_id)
         status = record["status"]
         if status == BackgroundTaskStatus.COMPLETED.value:
-            return record.get("result_text") or "(no output)"
+            return record.get("result_text") or WORDING["background.results.no_output"]
         if status == BackgroundTaskStatus.FAILED.value:
-            return f"Task failed: {record.get('error_text') or 'Unknown error'}"
+            error = record.get("error_text") or WORDING["background.results.unknown_error"]
+            return say("background.results.failed", error=error)
         if status == _LOST:
-            return "Task state was lost (reference unavailable)."
-        return f"Task {task_id} is still running."
+            return WORDING["background.results.lost"]
+        if status == _RUNNING:
+            return say("background.results.running", task_id=task_id)
+        return say("background.results.other", task_id=task_id, status=status)
 
     def _get_all_tasks(self, session: AgentSession, runtime: _Runtime) -> str:
         index = self._refresh(session, runtime, self._state(session))
         if not index.tasks:
-            return "No tasks."
-        lines = ["Tasks:"]
+            return WORDING["background.list.empty"]
+        lines = [WORDING["background.list.heading"]]
         lines.extend(
             f"- Task {r['id']} [{r['status']}] ({r['agent_name']}): {r['description']}"
             for r in index.tasks
@@ -649,52 +657,44 @@ class BackgroundAgentsProvider(ContextProvider):
         self, session: AgentSession, runtime: _Runtime, task_id: int, text: str
     ) -> str:
         if runtime.closed:
-            return "Error: Session is being released; cannot continue a background task."
+            return say("background.released.continue")
         index = self._refresh(session, runtime, self._state(session))
         record = index.by_id.get(task_id)
         if record is None:
-            return f"Error: No task found with ID {task_id}."
+            return say("background.task.not_found", task_id=task_id)
         status = record["status"]
         if status == _LOST:
-            return (
-                f"Error: Task {task_id} cannot be continued because its session was lost. "
-                "Start a new task instead."
-            )
+            return say("background.continue.lost", task_id=task_id)
         if status == _RUNNING:
-            return (
-                f"Error: Task {task_id} is still running. "
-                "Wait for it to finish before continuing it."
-            )
+            return say("background.continue.running", task_id=task_id)
         agent = self._agents.get(str(record["agent_name"]).lower())
         if agent is None:
-            return f"Error: Agent '{record['agent_name']}' is no longer available."
+            return say("background.continue.agent_gone", agent_name=record["agent_name"])
         child_session = runtime.child_sessions.get(task_id)
         if child_session is None:
-            return f"Error: Session for task {task_id} is no longer available."
+            return say("background.continue.session_gone", task_id=task_id)
         refused = self._launch(runtime, task_id, agent, text, child_session)
         if refused is not None:
             return refused
         record.pop("result_text", None)
         record.pop("error_text", None)
         self._set_status(session, record, _RUNNING)
-        return f"Task {task_id} continued with new input."
+        return say("background.continue.ok", task_id=task_id)
 
     def _clear_task(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
         if runtime.closed:
-            return "Error: Session is being released; cannot clear tasks."
+            return say("background.released.clear")
         index = self._refresh(session, runtime, self._state(session))
         record = index.by_id.get(task_id)
         if record is None:
-            return f"Error: No task found with ID {task_id}."
+            return say("background.task.not_found", task_id=task_id)
         if record["status"] == _RUNNING:
-            return (
-                f"Error: Task {task_id} is still running. Wait for it to finish before clearing it."
-            )
+            return say("background.clear.running", task_id=task_id)
         index.remove(record)
         runtime.in_flight.pop(task_id, None)
         runtime.child_sessions.pop(task_id, None)
         self._emit(session, record, "cleared")
-        return f"Task {task_id} cleared."
+        return say("background.clear.ok", task_id=task_id)
 
 
 def _foreign(runtime: _Runtime, token: object | None) -> bool:

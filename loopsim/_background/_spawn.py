@@ -24,12 +24,13 @@ import anyio
 import anyio.lowlevel
 
 from .._agents import SupportsAgentRun
+from .._wording import WORDING
 from ._task import BackgroundTaskStatus
 
 __all__ = ["CANCELED_ERROR_TEXT", "ChildRun", "loop_alive", "loop_token", "settle"]
 
 #: Error text of a task whose child run was cancelled (upstream's wording).
-CANCELED_ERROR_TEXT = "Task was canceled."
+CANCELED_ERROR_TEXT = WORDING["background.canceled"]
 
 #: Scheduler rounds a waiter yields after waking, so that children finishing at the same
 #: virtual instant all land before it picks a winner (see ``settle``).

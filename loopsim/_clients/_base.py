@@ -105,8 +105,9 @@ def _stamp_ids(response: ChatResponse) -> ChatResponse:
         m if m.message_id else m.model_copy(update={"message_id": _trace.next_id("msg")})
         for m in response.messages
     ]
-    return ChatResponse(
-        messages,
-        response_id=response.response_id or _trace.next_id("resp"),
-        usage=response.usage,
+    return response.model_copy(  # keeps the other fields and the response_format
+        update={
+            "messages": messages,
+            "response_id": response.response_id or _trace.next_id("resp"),
+        }
     )

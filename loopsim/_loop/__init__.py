@@ -17,6 +17,8 @@ from ._todo import (
     TodoCompletionLoopEvaluatorOptions,
     TodoItem,
     TodoProvider,
+    todos_remaining,
+    todos_remaining_message,
 )
 
 __all__ = [
@@ -38,4 +40,6 @@ __all__ = [
     "TodoCompletionLoopEvaluatorOptions",
     "TodoItem",
     "TodoProvider",
+    "todos_remaining",
+    "todos_remaining_message",
 ]

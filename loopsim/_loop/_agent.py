@@ -162,7 +162,7 @@ class LoopAgent(DelegatingAgent):
             max_iterations=self.max_iterations,
         )
 
-    async def run(
+    async def _run_response(
         self,
         messages: MessagesInput = None,
         *,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import anyio
 
 from .. import _trace
+from .._agents._agent import MiddlewareTermination
 from .._agents._base import ResponseStream, close_quietly
 from .._messages import (
     AgentResponse,
@@ -183,7 +184,7 @@ class LoopRun:
 
     def _failed(self, exc: BaseException) -> None:
         # A consumer closing the stream early (GeneratorExit) also counts as cancelled.
-        cancelled: tuple[type[BaseException], ...] = (GeneratorExit,)
+        cancelled: tuple[type[BaseException], ...] = (GeneratorExit, MiddlewareTermination)
         # No async library running means a stream finalized late: only GeneratorExit then.
         with suppress(RuntimeError):  # anyio: NoEventLoopError (older: sniffio's error)
             cancelled += (anyio.get_cancelled_exc_class(),)
@@ -248,7 +249,11 @@ async def drive_stream(
             run._report_start()
             lazy = run.policy.lazy_surface
             pending: Sequence[Message] = run.surfaced if lazy else ()
-            stream = await invoke(run.messages, run.session)
+            try:
+                stream = await invoke(run.messages, run.session)
+            except MiddlewareTermination:  # upstream: stop cleanly, keep the last iteration
+                run.stop_reason = "cancelled"
+                break
             # A ResponseStream keeps its own updates and final response: collect only
             # for other iterators, whose updates are merged here.
             final_source = stream if isinstance(stream, ResponseStream) else None
@@ -266,6 +271,9 @@ async def drive_stream(
                     response = await final_source.get_final_response()
                 else:
                     response = AgentResponse.from_updates(collected or ())
+            except MiddlewareTermination:
+                run.stop_reason = "cancelled"
+                break
             finally:
                 await close_quietly(stream)
             if pending:  # the iteration yielded nothing: flush with a fresh response id

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from .._agents._base import maybe_await
 from .._messages import ChatOptions, Content, Message, TextContent
+from .._wording import WORDING
 from ._evaluation import LoopContext, LoopEvaluation, LoopEvaluator
 
 __all__ = [
@@ -119,10 +120,9 @@ class CompletionMarkerLoopEvaluator(LoopEvaluator):
 
     COMPLETION_MARKER_PLACEHOLDER: ClassVar[str] = "{completion_marker}"
     LAST_RESPONSE_PLACEHOLDER: ClassVar[str] = "{last_response}"
-    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = (
-        "This is not finished yet: carry on with the task, and only when all of it is "
-        "complete end your reply with '{completion_marker}'."
-    )
+    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = WORDING[
+        "evaluator.completion_marker.feedback"
+    ]
 
     def __init__(
         self,
@@ -166,7 +166,8 @@ class JudgeVerdict(BaseModel):
     """The judge's structured verdict: ``{"answered": bool, "gapAnalysis": str}``.
 
     ``gap_analysis`` is also accepted in JSON; ``model_dump(by_alias=True)`` writes the
-    upstream name ``gapAnalysis``.
+    upstream name ``gapAnalysis`` (.NET's). ``reasoning`` is the Python package's field
+    (what :meth:`AgentLoopMiddleware.with_judge` feeds back).
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore")
@@ -178,6 +179,7 @@ class JudgeVerdict(BaseModel):
         serialization_alias="gapAnalysis",
         description="When not answered: what is still missing or incomplete.",
     )
+    reasoning: str = Field(default="", description="A short justification of the verdict.")
 
     def __init__(self, answered: Any = _UNSET, gap_analysis: Any = _UNSET, **data: Any) -> None:
         # Positional as in the design's signature. pydantic also validates through a
@@ -206,9 +208,9 @@ class AIJudgeLoopEvaluatorOptions:
 
 
 _UNKNOWN_GAP = "<unknown>"
-_JUDGE_HEADER = "# Has the original request been fully addressed?\n\n## Original request:\n"
-_JUDGE_RESPONSE_HEADER = "\n\n## Agent's latest response:\n"
-_CRITERIA_HEADER = "\n\nThe response must satisfy all of the following criteria:"
+_JUDGE_HEADER = WORDING["evaluator.judge.header"]
+_JUDGE_RESPONSE_HEADER = WORDING["evaluator.judge.response_header"]
+_CRITERIA_HEADER = WORDING["evaluator.judge.criteria_header"]
 
 
 class AIJudgeLoopEvaluator(LoopEvaluator):
@@ -233,19 +235,8 @@ class AIJudgeLoopEvaluator(LoopEvaluator):
     MORE_VERDICT_MARKER: ClassVar[str] = "VERDICT: MORE"
     CRITERIA_PLACEHOLDER: ClassVar[str] = "{criteria}"
     GAP_ANALYSIS_PLACEHOLDER: ClassVar[str] = "{gap_analysis}"
-    DEFAULT_INSTRUCTIONS: ClassVar[str] = (
-        "You review another agent's work: below are the original request and the agent's "
-        "most recent response. Judge whether the response fully addresses the request. "
-        "Set `answered` to true if it does and to false if it does not; when false, state "
-        "in `gapAnalysis` what is still missing or wrong. If you are unable to reply with "
-        "structured output, reply with 'VERDICT: DONE' when the request is fully addressed "
-        "or 'VERDICT: MORE' when it is not.{criteria}"
-    )
-    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = (
-        "Your last response does not yet fully address the original request. "
-        "What is still missing or incomplete: {gap_analysis} "
-        "Keep working until the original request is completely addressed."
-    )
+    DEFAULT_INSTRUCTIONS: ClassVar[str] = WORDING["evaluator.judge.instructions"]
+    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = WORDING["evaluator.judge.feedback"]
 
     def __init__(self, client: Any, options: AIJudgeLoopEvaluatorOptions | None = None) -> None:
         if client is None:

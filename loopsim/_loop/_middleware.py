@@ -7,20 +7,45 @@ differ, as in upstream's Python package.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from .. import _trace
 from .._agents import AgentMiddleware, AgentRunContext, AgentSession, ResponseStream
 from .._agents._base import maybe_await
-from .._messages import AgentResponse, AgentResponseUpdate, Message, normalize_messages
+from .._messages import (
+    AgentResponse,
+    AgentResponseUpdate,
+    ChatOptions,
+    ChatResponse,
+    Message,
+    normalize_messages,
+)
+from .._wording import WORDING, say
 from ._engine import LoopPolicy, LoopRun, NextInput, drive, drive_stream
+from ._evaluators import JudgeVerdict
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "DEFAULT_NEXT_MESSAGE", "AgentLoopMiddleware"]
+__all__ = [
+    "CRITERIA_PLACEHOLDER",
+    "DEFAULT_JUDGE_MAX_ITERATIONS",
+    "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_NEXT_MESSAGE",
+    "JUDGE_VERDICT_DONE",
+    "JUDGE_VERDICT_MORE",
+    "AgentLoopMiddleware",
+]
 
 DEFAULT_MAX_ITERATIONS = 10
-DEFAULT_NEXT_MESSAGE = "Keep going with the task. If it is already complete, say so plainly."
-_PROGRESS_LABEL = "Progress so far:"
+DEFAULT_NEXT_MESSAGE = WORDING["loop.next_message"]
+#: the cap of a judged loop (upstream's default for ``with_judge``)
+DEFAULT_JUDGE_MAX_ITERATIONS = 5
+#: where the rendered criteria go in the judge's instructions (upstream's placeholder)
+CRITERIA_PLACEHOLDER = "{{criteria}}"
+JUDGE_VERDICT_DONE = "VERDICT: DONE"
+JUDGE_VERDICT_MORE = "VERDICT: MORE"
 
 LoopCallback = Callable[..., Any]
 CallNext = Callable[[], Awaitable[None]]
@@ -60,6 +85,7 @@ class AgentLoopMiddleware(AgentMiddleware):
 
     DEFAULT_MAX_ITERATIONS: ClassVar[int] = DEFAULT_MAX_ITERATIONS
     DEFAULT_NEXT_MESSAGE: ClassVar[str] = DEFAULT_NEXT_MESSAGE
+    DEFAULT_JUDGE_MAX_ITERATIONS: ClassVar[int] = DEFAULT_JUDGE_MAX_ITERATIONS
 
     def __init__(
         self,
@@ -95,6 +121,94 @@ class AgentLoopMiddleware(AgentMiddleware):
         self.fresh_context = fresh_context
         self.return_final_only = return_final_only
         self.additional_instructions = additional_instructions
+
+    @classmethod
+    def with_judge(
+        cls,
+        judge_client: Any,
+        *,
+        criteria: Sequence[str] | None = None,
+        instructions: str | None = None,
+        response_format: type[BaseModel] | Mapping[str, Any] | None = JudgeVerdict,
+        verdict_parser: Callable[[ChatResponse], Any] | None = None,
+        max_iterations: int | None = DEFAULT_JUDGE_MAX_ITERATIONS,
+        next_message: LoopCallback | None = None,
+        fresh_context: bool = False,
+    ) -> Self:
+        """A loop that goes on until a judge chat client says the request is answered.
+
+        After each run the judge gets its instructions, the original request and the
+        agent's latest response (fresh messages, no tools or session), asked for
+        ``response_format``. The verdict: ``verdict_parser(response)`` when given (it
+        must return a :class:`JudgeVerdict`, else ``TypeError``; its errors propagate),
+        else ``response.value`` when it is a ``JudgeVerdict``, else the reply text:
+        ``VERDICT: MORE`` wins, then ``VERDICT: DONE``, neither means "not answered"
+        (the whole text is then the reasoning). The reasoning is fed back as the next
+        input unless ``next_message`` is given. ``criteria`` become an extra system
+        message for the agent and replace ``{{criteria}}`` in the judge's instructions.
+
+        Upstream's signature and defaults (``max_iterations`` =
+        :data:`DEFAULT_JUDGE_MAX_ITERATIONS`); the texts are loopsim's own (WORDING).
+
+        Example:
+            >>> import loopsim
+            >>> judge = loopsim.ScriptedChatClient(["VERDICT: MORE add a source", "VERDICT: DONE"])
+            >>> loop = loopsim.AgentLoopMiddleware.with_judge(judge)
+            >>> worker = loopsim.ScriptedChatClient(["draft", "draft with a source"])
+            >>> agent = loopsim.Agent(worker, middleware=[loop])
+            >>> loopsim.simulate(agent.run, "write it").messages[-1].text
+            'draft with a source'
+        """
+        judge_instructions = (instructions or WORDING["judge.instructions"]).replace(
+            CRITERIA_PLACEHOLDER, _criteria_block(criteria)
+        )
+
+        async def judge(
+            *, last_result: AgentResponse, original_messages: list[Message], **_: Any
+        ) -> tuple[bool, str | None]:
+            messages = [
+                Message.system(judge_instructions),
+                Message.user(WORDING["judge.request_intro"]),
+                *original_messages,
+                Message.user(WORDING["judge.response_intro"]),
+                *last_result.messages,
+                Message.user(WORDING["judge.question"]),
+            ]
+            options = ChatOptions(response_format=response_format)  # type: ignore[arg-type] # a schema mapping passes through as upstream's does
+            response = await judge_client.get_response(messages, options=options)
+            if verdict_parser is not None:
+                verdict = await maybe_await(verdict_parser(response))
+                if not isinstance(verdict, JudgeVerdict):
+                    msg = (
+                        "AgentLoopMiddleware.with_judge: verdict_parser must return a "
+                        f"JudgeVerdict, got {type(verdict).__name__}"
+                    )
+                    raise TypeError(msg)
+                answered, reasoning = verdict.answered, verdict.reasoning or verdict.gap_analysis
+            else:
+                value = getattr(response, "value", None)
+                if isinstance(value, JudgeVerdict):
+                    answered, reasoning = value.answered, value.reasoning or value.gap_analysis
+                else:
+                    text = response.text.upper()
+                    answered = False if JUDGE_VERDICT_MORE in text else JUDGE_VERDICT_DONE in text
+                    reasoning = response.text.strip()
+            return (not answered), (reasoning or None)
+
+        def judge_next_message(*, feedback: str | None = None, **_: Any) -> str:
+            if feedback:
+                return say("judge.feedback", feedback=feedback)
+            return DEFAULT_NEXT_MESSAGE
+
+        return cls(
+            judge,
+            max_iterations=max_iterations,
+            next_message=next_message or judge_next_message,
+            fresh_context=fresh_context,
+            additional_instructions=(
+                say("judge.criteria_instruction", bullets=_bullets(criteria)) if criteria else None
+            ),
+        )
 
     def __repr__(self) -> str:
         return (
@@ -152,6 +266,14 @@ class AgentLoopMiddleware(AgentMiddleware):
             context.result = last.model_copy(
                 update={"messages": run.transcript, "usage": run.usage}
             )
+
+
+def _bullets(criteria: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in criteria)
+
+
+def _criteria_block(criteria: Sequence[str] | None) -> str:
+    return say("judge.criteria_block", bullets=_bullets(criteria)) if criteria else ""
 
 
 def _callable_name(fn: Any) -> str:
@@ -254,7 +376,7 @@ class _PredicatePolicy(LoopPolicy):
         if mw.inject_progress and self.progress:
             full = self.context.session is None or mw.fresh_context
             lines = self._progress_lines if full else f"- {self.progress[-1]}"
-            head.append(Message.user(f"{_PROGRESS_LABEL}\n{lines}"))
+            head.append(Message.user(say("loop.progress", entries=lines)))
         return [*head, *base]
 
 

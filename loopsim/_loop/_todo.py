@@ -8,11 +8,12 @@ the current mode.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._agents import AgentSession, ContextProvider
+from .._wording import WORDING, say
 from ._evaluation import LoopContext, LoopEvaluation, LoopEvaluator
 from ._evaluators import required_service
 
@@ -22,6 +23,8 @@ __all__ = [
     "TodoCompletionLoopEvaluatorOptions",
     "TodoItem",
     "TodoProvider",
+    "todos_remaining",
+    "todos_remaining_message",
 ]
 
 
@@ -156,10 +159,7 @@ class TodoCompletionLoopEvaluator(LoopEvaluator):
     """
 
     REMAINING_TODOS_PLACEHOLDER: ClassVar[str] = "{remaining_todos}"
-    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = (
-        "Your todo list still has open items. Carry on until every one of them is done "
-        "and marked as complete. Still open:\n{remaining_todos}"
-    )
+    DEFAULT_FEEDBACK_MESSAGE_TEMPLATE: ClassVar[str] = WORDING["evaluator.todo.feedback"]
 
     def __init__(self, options: TodoCompletionLoopEvaluatorOptions | None = None) -> None:
         options = options or TodoCompletionLoopEvaluatorOptions()
@@ -206,3 +206,58 @@ class TodoCompletionLoopEvaluator(LoopEvaluator):
         return LoopEvaluation.continue_with_feedback(
             self.feedback_message_template.replace(self.REMAINING_TODOS_PLACEHOLDER, lines)
         )
+
+
+def _find(agent: Any, kind: type[ContextProvider]) -> Any:
+    """The agent's first context provider of ``kind`` (through wrappers), or None."""
+    if agent is None:
+        return None
+    for provider in getattr(agent, "context_providers", None) or ():
+        if isinstance(provider, kind):
+            return provider
+    get_service = getattr(agent, "get_service", None)
+    return get_service(kind) if callable(get_service) else None
+
+
+def todos_remaining(*, looping_modes: Sequence[str] | None = None) -> Callable[..., bool]:
+    """A ``should_continue`` predicate: keep going while the agent's todo list has open items.
+
+    Upstream's Python helper. It finds the agent's :class:`TodoProvider` (None found, or no
+    session: stop). With ``looping_modes`` it continues only while the agent's
+    :class:`AgentModeProvider` mode is one of them, compared ignoring case and blanks.
+
+    Raises:
+        ValueError: ``looping_modes`` is empty (the loop could never run).
+    """
+    allowed: set[str] | None = None
+    if looping_modes is not None:
+        allowed = {mode.strip().lower() for mode in looping_modes}
+        if not allowed:
+            msg = "looping_modes must be None or name at least one mode"
+            raise ValueError(msg)
+
+    def should_continue(*, session: Any = None, agent: Any = None, **_: Any) -> bool:
+        if session is None or agent is None:
+            return False
+        if allowed is not None:
+            modes = _find(agent, AgentModeProvider)
+            if modes is not None and modes.get_mode(session).strip().lower() not in allowed:
+                return False
+        todos = _find(agent, TodoProvider)
+        return todos is not None and bool(todos.remaining(session))
+
+    return should_continue
+
+
+def todos_remaining_message(*, session: Any = None, agent: Any = None, **_: Any) -> str | None:
+    """A ``next_message`` callable listing the open todo items (None when there are none)."""
+    if session is None or agent is None:
+        return None
+    todos = _find(agent, TodoProvider)
+    if todos is None:
+        return None
+    remaining = todos.remaining(session)
+    if not remaining:
+        return None
+    items = "\n".join(f"- {item.title}" for item in remaining)
+    return say("todo.remaining_feedback", count=len(remaining), items=items)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
 
 from ._content import (
     CONTENT_TYPES,
@@ -55,12 +55,19 @@ __all__ = [
 # errors and coercions stay those of pydantic. model_construct is no help here: it is
 # slower than validation for these small models (measured, pydantic 2.14).
 
+from ._structured import PRIVATE_DEFAULTS, StructuredValue
+
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _built(cls: type[_M], values: dict[str, Any], fields_set: set[str] | None = None) -> _M:
+def _built(
+    cls: type[_M],
+    values: dict[str, Any],
+    fields_set: set[str] | None = None,
+    private: dict[str, Any] | None = None,
+) -> _M:
     """``cls`` with ``values`` as validation would store them (``fields_set``: every key)."""
     obj = _new_object(cls)
     _set_attribute(obj, "__dict__", values)
@@ -68,7 +75,7 @@ def _built(cls: type[_M], values: dict[str, Any], fields_set: set[str] | None = 
         obj, "__pydantic_fields_set__", set(values) if fields_set is None else fields_set
     )
     _set_attribute(obj, "__pydantic_extra__", None)
-    _set_attribute(obj, "__pydantic_private__", None)
+    _set_attribute(obj, "__pydantic_private__", private)
     return obj
 
 
@@ -154,9 +161,9 @@ def build_agent_response(
                 "response_id": response_id,
                 "agent_id": agent_id,
                 "usage": usage,
-                "value": None,
                 "additional_properties": {},
             },
+            private=dict(PRIVATE_DEFAULTS),
         )
     return AgentResponse(messages, response_id=response_id, agent_id=agent_id, usage=usage)
 
@@ -175,7 +182,15 @@ def build_chat_response(
     ):
         return _built(
             ChatResponse,
-            {"messages": list(messages), "response_id": response_id, "usage": usage},
+            {
+                "messages": list(messages),
+                "response_id": response_id,
+                "usage": usage,
+                "conversation_id": None,
+                "finish_reason": None,
+            },
+            {"messages", "response_id", "usage"},
+            private=dict(PRIVATE_DEFAULTS),
         )
     return ChatResponse(messages, response_id=response_id, usage=usage)
 
@@ -323,8 +338,13 @@ def normalize_messages(messages: MessagesInput) -> list[Message]:
     return result
 
 
-class AgentResponse(BaseModel):
-    """What an agent run returns: its messages, ids and usage."""
+class AgentResponse(StructuredValue, BaseModel):
+    """What an agent run returns: its messages, ids and usage.
+
+    ``usage_details`` is upstream's name for ``usage``. ``value`` is the structured
+    output, parsed from the last answer on first access when the run asked for a
+    ``response_format`` (as upstream: a reply that does not parse raises then).
+    """
 
     model_config = MODEL_CONFIG
 
@@ -332,8 +352,10 @@ class AgentResponse(BaseModel):
     response_id: str | None = None
     agent_id: str | None = None
     usage: Usage | None = None
-    value: Any = None
     additional_properties: dict[str, Any] = Field(default_factory=dict)
+    _value: Any = PrivateAttr(default=None)
+    _value_parsed: bool = PrivateAttr(default=False)
+    _response_format: Any = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -343,7 +365,9 @@ class AgentResponse(BaseModel):
         agent_id: str | None = None,
         usage: Usage | None = None,
         value: Any = None,
+        response_format: Any = None,
         additional_properties: dict[str, Any] | None = None,
+        usage_details: Usage | None = None,
         **extra: Any,
     ) -> None:
         msgs = [messages] if isinstance(messages, Message) else list(messages or ())
@@ -351,11 +375,18 @@ class AgentResponse(BaseModel):
             messages=msgs,
             response_id=response_id,
             agent_id=agent_id,
-            usage=usage,
-            value=value,
+            usage=usage if usage is not None else usage_details,
             additional_properties=additional_properties or {},
             **extra,
         )
+        self._response_format = response_format
+        if value is not None:
+            self.value = value
+
+    @property
+    def usage_details(self) -> Usage | None:
+        """Upstream's name for :attr:`usage`."""
+        return self.usage
 
     @property
     def text(self) -> str:
@@ -522,14 +553,23 @@ class AgentResponseUpdate(_Update):
         )
 
 
-class ChatResponse(BaseModel):
-    """What a chat client returns for one request."""
+class ChatResponse(StructuredValue, BaseModel):
+    """What a chat client returns for one request.
+
+    Upstream's fields are here too: ``conversation_id``, ``finish_reason``, and
+    ``response_format`` (then ``value`` parses the last answer on first access).
+    """
 
     model_config = MODEL_CONFIG
 
     messages: list[Message] = Field(default_factory=list)
     response_id: str | None = None
     usage: Usage | None = None
+    conversation_id: str | None = None
+    finish_reason: str | None = None
+    _value: Any = PrivateAttr(default=None)
+    _value_parsed: bool = PrivateAttr(default=False)
+    _response_format: Any = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -537,6 +577,11 @@ class ChatResponse(BaseModel):
         *,
         response_id: str | None = None,
         usage: Usage | None = None,
+        conversation_id: str | None = None,
+        finish_reason: str | None = None,
+        response_format: Any = None,
+        value: Any = None,
+        usage_details: Usage | None = None,
         **extra: Any,
     ) -> None:
         if isinstance(messages, str):
@@ -545,7 +590,25 @@ class ChatResponse(BaseModel):
             msgs = [messages]
         else:
             msgs = list(messages or ())
-        super().__init__(messages=msgs, response_id=response_id, usage=usage, **extra)
+        # upstream's two fields join fields_set only when given (as the fast builder's)
+        if conversation_id is not None:
+            extra["conversation_id"] = conversation_id
+        if finish_reason is not None:
+            extra["finish_reason"] = finish_reason
+        super().__init__(
+            messages=msgs,
+            response_id=response_id,
+            usage=usage if usage is not None else usage_details,
+            **extra,
+        )
+        self._response_format = response_format
+        if value is not None:
+            self.value = value
+
+    @property
+    def usage_details(self) -> Usage | None:
+        """Upstream's name for :attr:`usage`."""
+        return self.usage
 
     @property
     def text(self) -> str:

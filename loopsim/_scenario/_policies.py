@@ -36,8 +36,10 @@ LIST = "background_agents_get_all_tasks"
 CLEAR = "background_agents_clear_completed_task"
 
 _LISTED = re.compile(r"^- Task (\d+) \[(\w+)\] \((.*?)\):", re.MULTILINE)
-_STARTED = re.compile(r"Background task (\d+) started on agent '(.+?)'")
-_FINISHED = re.compile(r"Task (\d+) (?:finished with status|is not running; current status): (\w+)")
+# Facts, not wording: the id and agent of a started task, the id and status of a finished
+# one (the sentences around them are in loopsim._wording and differ between engines).
+_STARTED = re.compile(r"[Bb]ackground task (\d+)\b.*?'(.+?)'")
+_FINISHED = re.compile(r"^Task (\d+)\b[^\n]*?\bstatus(?::| is) (\w+)")
 _RETRY = re.compile(r"^retry of task (\d+)$")
 #: A run answers after this many tool rounds at most (a safety net against a provider bug
 #: making the policy spin; far above what any scenario needs).
@@ -120,7 +122,7 @@ def _apply(seen: _Seen, call: FunctionCallContent, text: str) -> None:
             task_id = int(finished.group(1))
             if task_id in seen.tasks:
                 seen.tasks[task_id][1] = finished.group(2)
-        elif text.startswith("No background task completed within"):
+        elif not text.startswith("Error:"):  # the timeout reply (no task, no status)
             seen.timeouts += 1
         else:
             seen.wait_error = text

@@ -22,7 +22,7 @@ from typing import Any
 
 from .._clients._recording import message_summary
 from .._clients._replay import comparable_message
-from .._invariants import TIMEOUT_PREFIX, WAIT_TOOL
+from .._invariants import WAIT_TOOL, is_wait_timeout
 from ._model import Transcript, TranscriptEvent
 from ._spans import Span, spans
 
@@ -358,7 +358,7 @@ class _Sequence:
         source = self.cast.pid("provider", provider)
         result = d.get("error") if d.get("error") is not None else d.get("result")
         text = result if isinstance(result, str) else _j(result)
-        if name.endswith(_WAIT_SUFFIX) and text.startswith(TIMEOUT_PREFIX):
+        if name.endswith(_WAIT_SUFFIX) and is_wait_timeout(text):
             tag = ("timeout", agent, _j(arguments))
             self.add(f"{source}--x{agent}: {_m(f'{t} timed out: {text}')}", event.time, tag=tag)
             return

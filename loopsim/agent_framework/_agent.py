@@ -7,7 +7,6 @@ from typing import Any, TypeVar
 
 import agent_framework as af
 
-from .. import _trace
 from .._messages import AgentResponse, AgentResponseUpdate, ChatOptions, MessagesInput
 from .._messages import normalize_messages as normalize_loopsim_messages
 from ._convert import (
@@ -18,7 +17,7 @@ from ._convert import (
 )
 from ._runtime import require_asyncio
 from ._scope import RunScope, run_scope
-from ._tracing import agent_label, instrument
+from ._tracing import agent_label, instrument, note_session
 
 __all__ = ["AgentFrameworkAgent", "as_agent"]
 
@@ -99,11 +98,7 @@ class AgentFrameworkAgent:
     def create_session(self) -> Any:
         """A new agent_framework session of the agent."""
         session = self.af_agent.create_session()
-        trace = _trace.active()
-        if trace is not None:  # the run middleware reports each session once: this one is seen
-            known: set[str] = trace.resources.setdefault("agent_framework.sessions", set())
-            known.add(session.session_id)
-        _trace.emit("session_created", agent=agent_label(self.af_agent), session=session.session_id)
+        note_session(agent_label(self.af_agent), session.session_id)
         return session
 
     def serialize_session(self, session: Any) -> dict[str, Any]:
@@ -114,9 +109,7 @@ class AgentFrameworkAgent:
     def deserialize_session(self, data: dict[str, Any]) -> Any:
         """A session restored from :meth:`serialize_session` data."""
         session = af.AgentSession.from_dict(data)
-        _trace.emit(
-            "session_restored", agent=agent_label(self.af_agent), session=session.session_id
-        )
+        note_session(agent_label(self.af_agent), session.session_id, "session_restored")
         return session
 
     def get_service(self, service_type: type[T]) -> T | None:

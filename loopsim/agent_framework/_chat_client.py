@@ -18,7 +18,7 @@ from ._convert import (
     to_af_options,
     to_loopsim_chat_response,
     to_loopsim_chat_update,
-    to_loopsim_messages,
+    to_loopsim_message,
     to_loopsim_options,
 )
 from ._runtime import require_asyncio
@@ -58,6 +58,9 @@ class LoopsimChatClient(
             function_invocation_configuration=function_invocation_configuration,
         )
         self.loopsim_client = loopsim_client
+        # Each request resends the whole history: messages already converted are reused
+        # while they hold the very same contents (keyed by identity, checked on every use).
+        self._converted: dict[int, tuple[af.Message, tuple[Any, ...], Message]] = {}
         # A recording client reports model events itself; the adapter does not repeat them.
         self._emits = not (isinstance(loopsim_client, RecordingChatClient) and loopsim_client.emit)
 
@@ -76,7 +79,7 @@ class LoopsimChatClient(
         require_asyncio()
         agent = scope.agent if scope is not None else self.name
         session = scope.session if scope is not None else None
-        converted = to_loopsim_messages(messages)
+        converted = [self._convert(m) for m in messages]
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
         if self._emits and _trace.observed():
             _trace.emit(
@@ -87,6 +90,20 @@ class LoopsimChatClient(
                 tools=chat_options.tool_names,
             )
         return converted, chat_options, agent, session
+
+    def _convert(self, message: af.Message) -> Message:
+        shape = (
+            message.role,
+            message.author_name,
+            message.message_id,
+            *[id(c) for c in message.contents],
+        )
+        cached = self._converted.get(id(message))
+        if cached is not None and cached[0] is message and cached[1] == shape:
+            return cached[2]
+        converted = to_loopsim_message(message)
+        self._converted[id(message)] = (message, shape, converted)
+        return converted
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
         if self._emits and _trace.observed():

@@ -18,6 +18,7 @@ import contextlib
 import json
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import agent_framework as af
@@ -47,6 +48,7 @@ from .._messages import (
 __all__ = [
     "RESULT_KEY",
     "ConversionError",
+    "ToolRef",
     "to_af_agent_response",
     "to_af_chat_response",
     "to_af_chat_update",
@@ -372,6 +374,8 @@ def _declared_tool(tool: Any) -> Any:
 
     One declaration per tool object (cached), so converting options twice gives equal options.
     """
+    if isinstance(tool, ToolRef):
+        return tool.tool
     if isinstance(tool, af.FunctionTool):
         return tool
     try:
@@ -390,11 +394,25 @@ def _declared_tool(tool: Any) -> Any:
     return declared
 
 
+@dataclass(frozen=True, eq=False)
+class ToolRef:
+    """An upstream tool without a ``name`` attribute (a hosted tool's dict...), named."""
+
+    name: str
+    tool: Any
+
+
 def _loopsim_tool(tool: Any) -> Any:
     props = getattr(tool, "additional_properties", None)
     if isinstance(props, Mapping) and TOOL_KEY in props:
         return props[TOOL_KEY]
-    return tool
+    if isinstance(getattr(tool, "name", None), str):
+        return tool
+    if isinstance(tool, Mapping):
+        name = tool.get("name") or tool.get("type") or "tool"
+    else:
+        name = getattr(tool, "__name__", None) or type(tool).__name__
+    return ToolRef(str(name), tool)
 
 
 def to_af_options(options: ChatOptions | None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ __all__ = [
     "ToolTraceMiddleware",
     "agent_label",
     "instrument",
+    "note_session",
     "process_restart",
 ]
 
@@ -50,6 +51,17 @@ def agent_label(agent: Any) -> str:
 def process_restart() -> None:
     """Report a simulated process restart (the host drops the runtime and restores)."""
     _trace.emit("process_restart")
+
+
+def note_session(agent: str, session_id: str, kind: str = "session_created") -> None:
+    """Report a session the first time this simulation sees it (``kind``: created/restored)."""
+    trace = _trace.active()
+    if trace is None or not trace.observed:
+        return
+    known: set[str] = trace.resources.setdefault("agent_framework.sessions", set())
+    if session_id not in known or kind == "session_restored":
+        known.add(session_id)
+        _trace.emit(kind, agent=agent, session=session_id)
 
 
 # -- background task status ------------------------------------------------------------------
@@ -198,12 +210,8 @@ class RunTraceMiddleware(af.AgentMiddleware):
         session = context.session
         session_id = getattr(session, "session_id", None)
         label = agent_label(agent)
-        trace = _trace.active()
-        if trace is not None and trace.observed and isinstance(session_id, str):
-            known: set[str] = trace.resources.setdefault("agent_framework.sessions", set())
-            if session_id not in known:
-                known.add(session_id)
-                _trace.emit("session_created", agent=label, session=session_id)
+        if isinstance(session_id, str):
+            note_session(label, session_id)
         loop = _loop_state.get()
         if loop is not None and loop.agent is agent:
             loop.iteration += 1

@@ -63,8 +63,7 @@ from .._clients import ScriptedChatClient
 from .._clock import simulate
 from .._clock._watchdog import real_time
 from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
-from .._invariants import check_invariants
-from .._loop import LoopAgent, LoopAgentOptions, LoopContext, LoopEvaluation, LoopEvaluator
+from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._loop._evaluation import FeedbackView
 from .._messages import (
     AgentResponse,
@@ -74,9 +73,10 @@ from .._messages import (
     FunctionResultContent,
     Message,
 )
-from .._scenario import Backend, Scenario
+from .._scenario import Backend
 from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
+from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
 
 __all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]
@@ -603,7 +603,17 @@ def check_evaluator(
             if found is not None:
                 raise _Found(*found)
             return
-        problem = _loop_case(make, case, marker, budget, guard=guard, engine=engine)
+        if not guard.go_on():
+            return
+        problem = _loop_case(
+            make,
+            case,
+            marker,
+            budget,
+            engine,
+            real_time_limit=guard.run_limit(case[1]),
+            on_busy=lambda: guard.too_slow(_busy_problem(guard), ""),
+        )
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
@@ -686,90 +696,4 @@ def _changed(before: str, after: str) -> str:
     keys = [k for k in old if old[k] != new.get(k)]
     return ", ".join(
         f"{k} was {json.dumps(old[k])[:80]}, became {json.dumps(new[k])[:80]}" for k in keys
-    )
-
-
-def _script(case: tuple[int, int, int, bool], marker: str) -> list[str]:
-    done_at, cap, noise, _ = case
-    words = ["working on it", "draft ready", "still fixing the tests", "almost"]
-    replies = [words[(n + noise) % len(words)] for n in range(done_at - 1)]
-    replies += [f"all finished {marker}"] * (cap - done_at + 1)
-    return replies
-
-
-def _loop_case(
-    make: Callable[[], LoopEvaluator],
-    case: tuple[int, int, int, bool],
-    marker: str,
-    budget: float,
-    *,
-    guard: _Guard,
-    engine: str = "loopsim",
-) -> str | None:
-    if not guard.go_on():
-        return None
-    done_at, cap, _, streaming = case
-    events: list[_trace.Event] = []
-    client = ScriptedChatClient(_script(case, marker), name="worker")
-    inner: Any = Agent(client, name="worker")
-    if engine == "agent_framework":
-        import agent_framework as af  # noqa: PLC0415 - only on this engine
-
-        from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
-
-        inner = as_agent(af.Agent(client=as_chat_client(client), name="worker"))
-    agent = LoopAgent(inner, [make()], LoopAgentOptions(max_iterations=cap))
-
-    async def main() -> None:
-        _trace.current().subscribe(events.append)
-        with anyio.fail_after(budget * cap):
-            if streaming:
-                stream = agent.run_stream("do the task")
-                async for _ in stream:
-                    pass
-            else:
-                await agent.run("do the task")
-
-    try:
-        simulate(main, real_time_limit=guard.run_limit(cap))
-    except TimeoutError:
-        return f"the loop did not finish within {budget * cap:g} virtual seconds"
-    except SimulationDeadlock as exc:
-        return f"the loop deadlocked: {exc}"
-    except RealTimeLimitError:
-        guard.too_slow(_busy_problem(guard), "")
-        return None
-    except BaseException as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
-        error = user_code_failure(exc)
-        if isinstance(error, UserCodeAbortError):
-            return f"the loop stopped: {error.message}"
-        return f"the loop raised {type(error).__name__}: {error}"
-    stops = [e.data for e in events if e.kind == "loop_stop"]
-    stop = stops[-1] if stops else {}
-    problems = check_invariants(events, max_iterations=cap, evaluator_count=1)
-    if problems:
-        return "; ".join(problems)
-    if stop.get("reason") != "evaluators_stopped":
-        return (
-            f"the agent replied with {marker!r} from iteration {done_at} on, but the loop ran "
-            f"all {cap} iterations (stop reason {stop.get('reason')})"
-        )
-    return None
-
-
-def _loop_scenario(
-    path: str, options: Mapping[str, Any], case: tuple[int, int, int, bool], marker: str
-) -> Scenario:
-    _, cap, _, streaming = case
-    return Scenario.model_validate(
-        {
-            "version": 1,
-            "name": "check-evaluator-lets-loop-stop",
-            "streaming": streaming,
-            "agents": {"worker": {"script": _script(case, marker)}},
-            "parent": {"agent": "worker"},
-            "loop": {"evaluators": [{path: dict(options)}], "max_iterations": cap},
-            "steps": [{"run": "do the task"}],
-            "expect": {"stop_reason": "evaluators_stopped", "unused_turns": True},
-        }
     )

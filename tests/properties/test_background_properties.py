@@ -122,9 +122,9 @@ async def scenario(ops: list[tuple[Any, ...]]) -> None:
                 {"agent_name": op[1], "input": op[2], "description": op[2]}
             )
             if op[1] == "nobody":
-                assert reply.startswith("Error: No background agent found")
-            elif reply.startswith("Background task "):
-                new_id = int(reply.split()[2])
+                assert reply.startswith("Error: there is no background agent named")
+            elif reply.startswith("Started background task "):
+                new_id = int(reply.split()[3])
                 assert new_id not in issued, f"id {new_id} reused"
                 issued.add(new_id)
             else:
@@ -138,18 +138,18 @@ async def scenario(ops: list[tuple[Any, ...]]) -> None:
             reply = await tools["background_agents_get_task_results"].invoke({"task_id": op[1]})
             record = {r["id"]: r for r in saved(session)}.get(op[1])
             if record is not None and record["status"] == "completed":
-                assert reply == (record["result_text"] or "(no output)")
+                assert reply == (record["result_text"] or "(the task produced no text)")
         elif kind == "all":
             await tools["background_agents_get_all_tasks"].invoke({})
         elif kind == "continue":
             reply = await tools["background_agents_continue_task"].invoke(
                 {"task_id": op[1], "text": op[2]}
             )
-            if reply == f"Task {op[1]} continued with new input.":
+            if reply == f"Task {op[1]} is running again with the new input.":
                 touched = op[1]
         elif kind == "clear":
             reply = await tools["background_agents_clear_completed_task"].invoke({"task_id": op[1]})
-            if reply == f"Task {op[1]} cleared.":
+            if reply == f"Removed task {op[1]}.":
                 touched = op[1]
         elif kind == "advance":
             await anyio.sleep(op[1])

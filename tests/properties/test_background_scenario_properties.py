@@ -22,10 +22,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import loopsim
+from loopsim._invariants import is_wait_timeout
 from loopsim.testing import child_delays, loaded, restart_points, scenarios
 
 WAIT = "background_agents_wait_for_first_completion"
-TIMEOUT = "No background task completed within"
 
 
 def statuses_over_time(events: list[Any]) -> list[tuple[Any, dict[int, str]]]:
@@ -55,7 +55,7 @@ def test_a_wait_returns_within_its_timeout_and_tasks_keep_running(
         elif event.kind == "tool_result" and event.data["name"] == WAIT:
             call, before = started.pop(event.data["call_id"])
             assert event.time - call.time <= timeout + 1e-9
-            if str(event.data["result"]).startswith(TIMEOUT):
+            if is_wait_timeout(str(event.data["result"])):
                 assert event.time - call.time == timeout  # it waited the whole timeout
                 for task_id in call.data["arguments"]["task_ids"]:
                     if before.get(task_id) == "running":

@@ -1,0 +1,81 @@
+"""A minimal agent_framework chat client answering from a list (test helper).
+
+Stands in for ``loopsim.agent_framework.as_chat_client`` until that lands: the real
+``agent_framework.Agent`` talks to it through upstream's own function-invocation and
+chat-middleware layers, so tool loops run exactly as upstream runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import agent_framework as af
+from agent_framework._middleware import ChatMiddlewareLayer
+from agent_framework._tools import FunctionInvocationLayer
+
+Reply = Any  # str | af.Message | af.ChatResponse | Exception | callable(messages, options)
+
+
+class FakeAFChatClient(
+    FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], af.BaseChatClient[Any]
+):
+    """Answers each request with the next reply; records ``(messages, options)`` per request."""
+
+    def __init__(self, replies: Sequence[Reply], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.replies = list(replies)
+        self.requests: list[tuple[list[af.Message], dict[str, Any]]] = []
+
+    def _next(self, messages: Sequence[af.Message], options: Mapping[str, Any]) -> af.ChatResponse:
+        self.requests.append((list(messages), dict(options)))
+        if not self.replies:
+            msg = f"fake client script exhausted at request {len(self.requests)}"
+            raise AssertionError(msg)
+        reply = self.replies.pop(0)
+        if callable(reply) and not isinstance(reply, (af.Message, af.ChatResponse)):
+            reply = reply(list(messages), dict(options))
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(reply, str):
+            reply = af.Message(role="assistant", contents=[reply])
+        if isinstance(reply, af.Message):
+            reply = af.ChatResponse(messages=[reply])
+        return reply  # type: ignore[no-any-return]
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[af.Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Any:
+        if not stream:
+
+            async def answer() -> af.ChatResponse:
+                return self._next(messages, options)
+
+            return answer()
+
+        async def updates() -> AsyncIterator[af.ChatResponseUpdate]:
+            response = self._next(messages, options)
+            for message in response.messages:
+                yield af.ChatResponseUpdate(
+                    role=message.role,
+                    contents=list(message.contents),
+                    message_id=message.message_id,
+                )
+
+        return af.ResponseStream(updates(), finalizer=af.ChatResponse.from_updates)
+
+
+def af_call(call_id: str, name: str, **arguments: Any) -> af.Message:
+    """An assistant message asking for one function call."""
+    return af.Message(
+        role="assistant",
+        contents=[af.Content.from_function_call(call_id=call_id, name=name, arguments=arguments)],
+    )
+
+
+Factory = Callable[..., Any]

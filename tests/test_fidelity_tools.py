@@ -1,0 +1,235 @@
+"""The Agent's tool loop on both engines: the same program, the same observable outcome.
+
+Each test runs one program on loopsim's built-in ``Agent`` and on the real
+``agent_framework.Agent`` (behind a minimal fake chat client), and compares what a user
+or a model can see: how many model calls, which calls ran, the shape of results and
+of the final response. Texts are compared through ``loopsim._wording``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import agent_framework as af
+import pytest
+from _af_fake import FakeAFChatClient, af_call
+
+import loopsim
+from loopsim import FunctionCallContent, FunctionResultContent, Message, ScriptedChatClient
+from loopsim._wording import WORDING, agrees, match
+
+pytestmark = pytest.mark.filterwarnings(
+    # upstream marks its harness classes experimental; that warning is not what we test
+    "ignore::agent_framework._feature_stage.ExperimentalWarning"
+)
+
+
+def ls_call(name: str, call_id: str = "c1", **arguments: Any) -> Message:
+    return Message(
+        "assistant", [FunctionCallContent(call_id=call_id, name=name, arguments=arguments)]
+    )
+
+
+def kinds(messages: Any) -> list[tuple[str, list[str]]]:
+    return [(str(m.role), [str(c.type) for c in m.contents]) for m in messages]
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def boom(self, x: int) -> int:
+        """Always fails."""
+        self.calls += 1
+        msg = "bad thing"
+        raise ValueError(msg)
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def test_three_failing_rounds_in_a_row_end_the_tool_loop_on_both_engines() -> None:
+    ours, theirs = Counter(), Counter()
+    ls_client = ScriptedChatClient([ls_call("boom", f"c{i}", x=1) for i in range(6)])
+    ls_agent = loopsim.Agent(ls_client, tools=[loopsim.tool(ours.boom, name="boom")])
+    af_client = FakeAFChatClient([af_call(f"c{i}", "boom", x=1) for i in range(6)])
+    af_agent = af.Agent(client=af_client, tools=[af.tool(theirs.boom, name="boom")])
+
+    ls_response = loopsim.simulate(ls_agent.run, "go")
+    af_response = loopsim.simulate(af_agent.run, "go")
+
+    # three failing rounds, then one last request; the call in its answer never runs
+    assert len(ls_client.requests) == len(af_client.requests) == 4
+    assert ours.calls == theirs.calls == 3
+    shape = [("assistant", ["function_call"]), ("tool", ["function_result"])] * 3
+    assert kinds(ls_response.messages) == kinds(af_response.messages)
+    assert kinds(ls_response.messages) == [*shape, ("assistant", ["text"])]
+    assert ls_response.text == WORDING["agent.tool.limit_reached"]
+    assert af_response.text  # upstream's fallback text: its words, same place
+    assert len(ls_client.remaining) == len(af_client.replies) == 2
+
+
+def test_a_successful_round_resets_the_count_of_failing_rounds() -> None:
+    replies: list[tuple[str, dict[str, Any]]] = [
+        ("boom", {"x": 1}),
+        ("boom", {"x": 1}),
+        ("add", {"a": 1, "b": 1}),
+        ("boom", {"x": 1}),
+        ("boom", {"x": 1}),
+    ]
+    ours, theirs = Counter(), Counter()
+    ls_client = ScriptedChatClient(
+        [*(ls_call(n, f"c{i}", **a) for i, (n, a) in enumerate(replies)), "done"]
+    )
+    ls_agent = loopsim.Agent(ls_client, tools=[loopsim.tool(ours.boom, name="boom"), add])
+    af_client = FakeAFChatClient(
+        [*(af_call(f"c{i}", n, **a) for i, (n, a) in enumerate(replies)), "done"]
+    )
+    af_agent = af.Agent(client=af_client, tools=[af.tool(theirs.boom, name="boom"), af.tool(add)])
+
+    assert loopsim.simulate(ls_agent.run, "go").text == "done"
+    assert loopsim.simulate(af_agent.run, "go").text == "done"
+    assert ours.calls == theirs.calls == 4
+    assert len(ls_client.requests) == len(af_client.requests) == 6
+
+
+def test_a_raising_tool_reaches_the_model_as_an_error_result_on_both_engines() -> None:
+    ls_client = ScriptedChatClient([ls_call("boom", x=1), "recovered"])
+    ls_agent = loopsim.Agent(ls_client, tools=[loopsim.tool(Counter().boom, name="boom")])
+    af_client = FakeAFChatClient([af_call("c1", "boom", x=1), "recovered"])
+    af_agent = af.Agent(client=af_client, tools=[af.tool(Counter().boom, name="boom")])
+
+    ls_response = loopsim.simulate(ls_agent.run, "go")
+    af_response = loopsim.simulate(af_agent.run, "go")
+
+    ours = ls_response.messages[1].contents[0]
+    theirs = af_response.messages[1].contents[0]
+    assert isinstance(ours, FunctionResultContent)
+    # the model reads a fixed error text as the result; the exception's text is beside it
+    assert ours.result == WORDING["agent.tool.failed"]
+    assert agrees(ours.result, str(theirs.result))
+    assert ours.error == theirs.exception == "bad thing"
+    # what the model is sent back is that same result
+    sent = ls_client.requests[1].messages[-1].contents[0]
+    assert isinstance(sent, FunctionResultContent)
+    assert sent.result == ours.result
+
+
+def test_an_unknown_tool_is_an_error_result_on_both_engines() -> None:
+    ls_client = ScriptedChatClient([ls_call("nope"), "ok"])
+    af_client = FakeAFChatClient([af_call("c1", "nope"), "ok"])
+    ls_response = loopsim.simulate(loopsim.Agent(ls_client, tools=[add]).run, "go")
+    af_response = loopsim.simulate(af.Agent(client=af_client, tools=[af.tool(add)]).run, "go")
+    ours = ls_response.messages[1].contents[0]
+    theirs = af_response.messages[1].contents[0]
+    assert isinstance(ours, FunctionResultContent)
+    assert match(str(ours.result)) == ("agent.tool.unknown", {"name": "nope"})
+    assert agrees(str(ours.result), str(theirs.result))
+    assert ours.error is not None
+    assert theirs.exception is not None
+
+
+def test_an_extra_argument_is_ignored_on_both_engines() -> None:
+    ls_client = ScriptedChatClient([ls_call("add", a=1, b=2, extra=5), "ok"])
+    af_client = FakeAFChatClient([af_call("c1", "add", a=1, b=2, extra=5), "ok"])
+    ls_response = loopsim.simulate(loopsim.Agent(ls_client, tools=[add]).run, "go")
+    af_response = loopsim.simulate(af.Agent(client=af_client, tools=[af.tool(add)]).run, "go")
+    ours = ls_response.messages[1].contents[0]
+    theirs = af_response.messages[1].contents[0]
+    assert isinstance(ours, FunctionResultContent)
+    assert (ours.result, ours.error) == (3, None)
+    assert (theirs.result, theirs.exception) == ("3", None)
+
+
+def test_a_missing_argument_is_an_error_result_on_both_engines() -> None:
+    ls_client = ScriptedChatClient([ls_call("add", a=1), "ok"])
+    af_client = FakeAFChatClient([af_call("c1", "add", a=1), "ok"])
+    ls_response = loopsim.simulate(loopsim.Agent(ls_client, tools=[add]).run, "go")
+    af_response = loopsim.simulate(af.Agent(client=af_client, tools=[af.tool(add)]).run, "go")
+    ours = ls_response.messages[1].contents[0]
+    theirs = af_response.messages[1].contents[0]
+    assert isinstance(ours, FunctionResultContent)
+    assert ours.result == WORDING["agent.tool.bad_arguments"]
+    assert agrees(ours.result, str(theirs.result))
+    assert ours.error is not None
+    assert theirs.exception is not None
+
+
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+def test_an_approval_request_follows_its_kept_call_on_both_engines(stream: bool) -> None:
+    ls_agent = loopsim.Agent(
+        ScriptedChatClient([ls_call("delete", path="/x")]),
+        tools=[loopsim.tool(delete, approval_mode="always_require")],
+    )
+    af_agent = af.Agent(
+        client=FakeAFChatClient([af_call("c1", "delete", path="/x")]),
+        tools=[af.tool(delete, approval_mode="always_require")],
+    )
+
+    async def ls_main() -> Any:
+        session = ls_agent.create_session()
+        if stream:
+            return await ls_agent.run_stream("rm", session=session).get_final_response()
+        return await ls_agent.run("rm", session=session)
+
+    async def af_main() -> Any:
+        session = af_agent.create_session()
+        if stream:
+            return await af_agent.run("rm", session=session, stream=True).get_final_response()
+        return await af_agent.run("rm", session=session)
+
+    ours = loopsim.simulate(ls_main)
+    theirs = loopsim.simulate(af_main)
+    expected = [("assistant", ["function_call", "function_approval_request"])]
+    assert kinds(ours.messages) == kinds(theirs.messages) == expected
+    for response in (ours, theirs):
+        function_call, request = response.messages[0].contents
+        assert request.function_call.call_id == function_call.call_id == "c1"
+        assert request.id != function_call.call_id  # its own id
+
+
+class Notes(loopsim.ContextProvider):
+    async def before_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
+        context.extend_instructions(self.source_id, ["from the provider", "and more"])
+        context.extend_messages(self.source_id, [Message.user("(context note)")])
+
+
+class AFNotes(af.ContextProvider):
+    async def before_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
+        context.extend_instructions(self.source_id, ["from the provider", "and more"])
+        context.extend_messages(
+            self.source_id, [af.Message(role="user", contents=["(context note)"])]
+        )
+
+
+def test_instructions_and_context_messages_are_ordered_as_upstream_orders_them() -> None:
+    ls_client = ScriptedChatClient(["one", "two"])
+    ls_agent = loopsim.Agent(ls_client, instructions="base", context_providers=[Notes("notes")])
+    af_client = FakeAFChatClient(["one", "two"])
+    af_agent = af.Agent(client=af_client, instructions="base", context_providers=[AFNotes("notes")])
+
+    async def ls_main() -> None:
+        session = ls_agent.create_session()
+        await ls_agent.run("a", session=session, options={"instructions": "run"})
+        await ls_agent.run("b", session=session)
+
+    async def af_main() -> None:
+        session = af_agent.create_session()
+        await af_agent.run("a", session=session, options={"instructions": "run"})
+        await af_agent.run("b", session=session)
+
+    loopsim.simulate(ls_main)
+    loopsim.simulate(af_main)
+    af_instructions = af_client.requests[0][1]["instructions"]
+    assert ls_client.requests[0].options.instructions == af_instructions
+    assert af_instructions == "base\nfrom the provider\nand more\nrun"
+    ls_texts = [m.text for m in ls_client.requests[1].messages]
+    af_texts = [m.text for m in af_client.requests[1][0]]
+    assert ls_texts == af_texts == ["(context note)", "a", "one", "b"]
