@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from .. import _trace
 from .._clients import ChatClient
 from .._messages import (
@@ -185,12 +187,19 @@ class AgentMiddleware:
         await call_next()
 
 
-def _json_safe(value: Any) -> Any:
+def _tool_text(value: Any) -> Any:
+    """A tool's return value as the model reads it, as upstream's ``parse_result`` makes
+    it: nothing is empty text, text stays text, anything else becomes its JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        return json.dumps(value, default=str)
+    except ValueError:  # a value that refers to itself
         return str(value)
-    return value
 
 
 class Agent(BaseAgent):
@@ -524,7 +533,7 @@ class Agent(BaseAgent):
         # Sequential, in call order: deterministic, and a blocking tool (a background wait)
         # still lets every earlier call finish first.
         results = [await self._call_tool(call, options, session) for call in calls]
-        return Message("tool", results, message_id=_trace.next_id("msg"))
+        return Message("tool", results)  # upstream leaves a tool message without an id
 
     async def _call_tool(
         self, call: FunctionCallContent, options: ChatOptions, session: AgentSession
@@ -559,7 +568,7 @@ class Agent(BaseAgent):
                     call_id=call.call_id, result=WORDING["agent.tool.failed"], error=str(exc)
                 )
             else:
-                result = FunctionResultContent(call_id=call.call_id, result=_json_safe(value))
+                result = FunctionResultContent(call_id=call.call_id, result=_tool_text(value))
         _trace.emit(
             "tool_result",
             agent=self._label,
@@ -586,7 +595,7 @@ class Agent(BaseAgent):
                         result=WORDING["agent.tool.rejected"],
                     )
                 )
-        return Message("tool", results, message_id=_trace.next_id("msg"))
+        return Message("tool", results)  # upstream leaves a tool message without an id
 
 
 class _RunState:
@@ -793,7 +802,13 @@ class _RunState:
 
     async def finish(self) -> AgentResponse:
         """The run's response, stored in history, then the providers' ``after_run``."""
-        agent, session, produced = self.agent, self.session, self.produced
+        agent, session = self.agent, self.session
+        # upstream names the agent on every message of its response that names nobody
+        author = agent.name or "UnnamedAgent"
+        produced = self.produced = [
+            m if m.author_name is not None else m.model_copy(update={"author_name": author})
+            for m in self.produced
+        ]
         response = build_agent_response(
             produced,
             response_id=self.response_id or _trace.next_id("resp"),

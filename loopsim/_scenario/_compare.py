@@ -12,8 +12,8 @@ with an error. Three things are set aside, each for a stated reason:
   the other (both deterministic); an id is compared by which one it is — the first,
   second... id of its kind on its side — not by its spelling.
 * **How same-instant observations interleave.** Events come in streams (one agent's model
-  calls, one agent's tool calls, one task's statuses, one loop's decisions, the sessions,
-  the host's restarts); each stream is compared in order, and the first divergence
+  calls, its tool calls, each call's result, one task's statuses, one loop's decisions,
+  the sessions, the host's restarts); each stream is compared in order, and the first divergence
   reported is the earliest one in virtual time. Where the tracing of the real package
   notices a status change (after a tool call returns) is not behaviour of the code under
   test; the order within each stream is. ``clock_jump`` events are the scheduler's, not
@@ -43,8 +43,12 @@ def _stream(event: TranscriptEvent) -> tuple[str, ...]:
     kind = event.kind
     if kind.startswith("model_"):
         return ("model calls of", str(data.get("agent")))
-    if kind.startswith("tool_"):
+    if kind == "tool_call":
         return ("tool calls of", str(data.get("agent")))
+    if kind == "tool_result":  # upstream runs one turn's calls together, loopsim in turn:
+        # which result is in first is scheduling; each call's result is compared, and the
+        # model's next request holds them all in call order
+        return ("tool result of", str(data.get("agent")), "call", str(data.get("call_id")))
     if kind.startswith(("loop_", "evaluator_")):
         return ("loop", str(data.get("loop")))
     if kind == "task_status":
@@ -83,7 +87,7 @@ def _normalized(value: Any, ids: _Ids, key: str | None = None) -> Any:
 def _agree(ours: Any, theirs: Any) -> bool:
     """Deep equality, with built-in-engine sentences compared by their facts."""
     if isinstance(ours, str) and isinstance(theirs, str):
-        return ours == theirs or agrees(ours, theirs)
+        return ours == theirs or agrees(ours, theirs) or _agree_by_line(ours, theirs)
     if isinstance(ours, dict) and isinstance(theirs, dict):
         return ours.keys() == theirs.keys() and all(_agree(ours[k], theirs[k]) for k in ours)
     if isinstance(ours, list) and isinstance(theirs, list):
@@ -91,6 +95,17 @@ def _agree(ours: Any, theirs: Any) -> bool:
             _agree(a, b) for a, b in zip(ours, theirs, strict=True)
         )
     return bool(ours == theirs and type(ours) is type(theirs))
+
+
+def _agree_by_line(ours: str, theirs: str) -> bool:
+    """A text made of several WORDING lines (a heading, then one line per task) agrees
+    line by line."""
+    mine, other = ours.split("\n"), theirs.split("\n")
+    return (
+        len(mine) > 1
+        and len(mine) == len(other)
+        and all(a == b or agrees(a, b) for a, b in zip(mine, other, strict=True))
+    )
 
 
 def _where(ours: Any, theirs: Any, path: str = "") -> tuple[str, Any, Any]:

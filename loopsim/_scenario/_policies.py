@@ -148,8 +148,11 @@ def _answer(seen: _Seen, *, note: str | None = None) -> str:
     if seen.collected:
         lines.append(f"Collected {len(seen.collected)} result(s):")
         for task_id, text in seen.collected.items():
-            agent = seen.tasks.get(task_id, ["?", "?"])[0]
-            lines.append(f"- task {task_id} ({agent}): {text}")
+            agent, status = seen.tasks.get(task_id, ["?", "?"])
+            # a task that did not complete has no answer, only the provider's words for
+            # why: the coordinator names its status (the same on either engine)
+            shown = status if status in ("failed", "lost") else text
+            lines.append(f"- task {task_id} ({agent}): {shown}")
     running = sorted(t for t, (_, s) in seen.tasks.items() if s == "running")
     if running:
         lines.append("Still running: " + ", ".join(f"task {t}" for t in running))

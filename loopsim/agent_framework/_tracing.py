@@ -89,9 +89,14 @@ def report_tasks(agent: Any, session: Any) -> None:
         source_id = provider.source_id
         records = (state.get(source_id) or {}).get("tasks", [])
         seen = _seen(trace).setdefault((session_id, source_id), {})
+        records_by_source: dict[tuple[str, str], dict[int, Mapping[str, Any]]] = (
+            trace.resources.setdefault("agent_framework.task_records", {})
+        )
+        last = records_by_source.setdefault((session_id, source_id), {})
         current: dict[int, dict[str, Any]] = {int(r["id"]): r for r in records}
         for task_id in sorted(current):
             record = current[task_id]
+            last[task_id] = dict(record)
             status = str(record["status"])
             if seen.get(task_id) != status:
                 seen[task_id] = status
@@ -99,7 +104,8 @@ def report_tasks(agent: Any, session: Any) -> None:
         for task_id in sorted(set(seen) - set(current)):
             if seen[task_id] != "cleared":
                 seen[task_id] = "cleared"
-                _emit_task(source_id, session_id, {"id": task_id}, "cleared")
+                # a cleared task is reported with what it last was, as the built-in engine does
+                _emit_task(source_id, session_id, last.get(task_id, {"id": task_id}), "cleared")
 
 
 def _emit_task(source_id: str, session_id: str, record: Mapping[str, Any], status: str) -> None:
