@@ -33,13 +33,14 @@ sys.path.insert(0, str(HERE))
 
 import bench_af  # noqa: E402
 import bench_loop  # noqa: E402
+import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af")
+SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording")
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -199,6 +200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             (HERE / "profile.txt").write_text(text, encoding="utf-8")
             print(f"profile written to {HERE / 'profile.txt'}")
 
+    if "recording" in args.sections:
+        print("recording ...", flush=True)
+        rows += bench_recording.run(
+            (10, 100) if quick else (10, 100, 1000), repeat=3 if quick else 5, log=log
+        )
     info = machine()
     cells = table(rows)
     print()

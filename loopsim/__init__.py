@@ -40,6 +40,7 @@ from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
 from ._clients import ReplayChatClient as ReplayChatClient
@@ -101,6 +102,7 @@ from ._messages import UsageContent as UsageContent
 from ._messages._factory import Content as Content
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
+from ._scenario import ScenarioLimits as ScenarioLimits
 from ._scenario import ScenarioResult as ScenarioResult
 from ._scenario import load_scenario as load_scenario
 from ._scenario import run_scenario as run_scenario
@@ -108,6 +110,7 @@ from ._transcript import Divergence as Divergence
 from ._transcript import Recorder as Recorder
 from ._transcript import Transcript as Transcript
 from ._transcript import TranscriptEvent as TranscriptEvent
+from ._transcript import TranscriptLimits as TranscriptLimits
 from ._transcript import diff_transcripts as diff_transcripts
 from ._transcript import read_transcript as read_transcript
 from ._transcript import record as record
@@ -166,6 +169,7 @@ __all__ = [
     "Message",
     "MiddlewareTermination",
     "NotSimulatedWarning",
+    "RealTimeChatClient",
     "RealTimeLimitError",
     "RecordedTurn",
     "Recorder",
@@ -177,6 +181,7 @@ __all__ = [
     "ResponseStream",
     "Scenario",
     "ScenarioError",
+    "ScenarioLimits",
     "ScenarioResult",
     "ScriptExhaustedError",
     "ScriptedChatClient",
@@ -192,6 +197,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptEvent",
+    "TranscriptLimits",
     "Turn",
     "UriContent",
     "Usage",

@@ -55,6 +55,9 @@ class ScenarioError(LoopsimError, ValueError):
         location: dotted field path such as ``agents.web_search.script[2].delay``.
         expected: what would have been valid, in words.
         problem: the full sentence describing what is wrong.
+        others: further errors found in the same file, in document order (``validate``
+            reports them all; ``str()`` is this first one alone).
+        omitted: how many more errors there were past the reporting cap.
     """
 
     def __init__(
@@ -71,7 +74,14 @@ class ScenarioError(LoopsimError, ValueError):
         self.line = line
         self.location = location
         self.expected = expected
+        self.others: tuple[ScenarioError, ...] = ()
+        self.omitted = 0
         super().__init__(self._render())
+
+    @property
+    def errors(self) -> tuple[ScenarioError, ...]:
+        """This error and the others found in the same file, in document order."""
+        return (self, *self.others)
 
     def _render(self) -> str:
         where = ""
@@ -87,6 +97,7 @@ class ScenarioError(LoopsimError, ValueError):
         return (
             _rebuild_scenario_error,
             (self.problem, self.path, self.line, self.location, self.expected),
+            {"others": self.others, "omitted": self.omitted},
         )
 
 

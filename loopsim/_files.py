@@ -1,38 +1,87 @@
-"""Atomic file writes: every file loopsim writes goes through :func:`write_atomic`."""
+"""Atomic file writes and safe file names: every file loopsim writes goes through here."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import itertools
 import os
-import tempfile
+import re
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["safe_file_stem", "write_atomic"]
+
+_TMP_SUFFIX = ".tmp"
+_TMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<n>\d+)\.tmp$")
+_counter = itertools.count()  # unique temporary names per process (threads included)
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` atomically; return the path.
 
-    The text goes to a temporary file in the same directory, is flushed to disk and
-    renamed over ``path`` (``os.replace``): a crash at any point leaves either the old
-    file or the new one, never a torn one. The directory is created when missing.
+    The text goes to a temporary file ``.<name>.<pid>.<n>.tmp`` in the same directory, is
+    flushed to disk and renamed over ``path`` (``os.replace``): a crash at any point leaves
+    either the old file or the new one, never a torn one. The directory is created when
+    missing. Temporary files a killed process left behind for the same ``path`` (their
+    process is gone) are removed first.
+
+    The new file gets the usual mode of a new file (``0o666`` less the umask), or the mode
+    of the file it replaces.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target)
     data = text.encode("utf-8")
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{next(_counter)}{_TMP_SUFFIX}"
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except OSError:
+        mode = None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                with contextlib.suppress(OSError):
+                    tmp.chmod(mode)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        Path(tmp_name).replace(target)
+        tmp.replace(target)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp_name)  # noqa: PTH108 - the name came from mkstemp
+            tmp.unlink()
         raise
     _fsync_dir(target.parent)
     return target
+
+
+def _remove_stale(target: Path) -> None:
+    """Delete ``.<name>.<pid>.<n>.tmp`` files of ``target`` whose writer process is gone."""
+    prefix = f".{target.name}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            if not entry.name.startswith(prefix):
+                continue
+            match = _TMP.match(entry.name)
+            if match is None or match.group("name") != target.name:
+                continue
+            if not _alive(int(match.group("pid"))):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)  # noqa: PTH108 - a DirEntry's path
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True  # no cheap check: keep it (it is only litter)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: alive
+        return True
+    return True
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -45,3 +94,37 @@ def _fsync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]')
+_MAX_STEM_BYTES = 150  # leaves room for a suffix such as ".transcript.json" under 255 bytes
+
+
+def safe_file_stem(name: str) -> str:
+    """A scenario name as one safe file-name part: never a path, never unwritable.
+
+    Plain names (``checkout-flow``, ``retry after restart``) are kept as they are. In any
+    other name, path separators, control and reserved characters become ``_``, a leading
+    dot becomes ``_``, characters that cannot be written as UTF-8 become ``\ufffd``, the
+    text is cut to 150 bytes, and ``-`` plus 8 hex digits of the name's hash are added,
+    so two different names never share a file.
+
+    Example:
+        >>> safe_file_stem("checkout-flow")
+        'checkout-flow'
+        >>> safe_file_stem("../../etc/passwd")
+        '_._.._etc_passwd-3754d6cb'
+    """
+    raw = name.encode("utf-8", "surrogatepass")
+    text = raw.decode("utf-8", "replace")
+    cleaned = _UNSAFE.sub("_", text).strip()
+    if not cleaned.strip("."):
+        cleaned = "scenario"
+    if cleaned.startswith("."):  # never a hidden file, never "." or ".."
+        cleaned = "_" + cleaned[1:]
+    encoded = cleaned.encode("utf-8")
+    if cleaned == name and len(encoded) <= _MAX_STEM_BYTES:
+        return cleaned
+    digest = hashlib.sha256(raw).hexdigest()[:8]
+    short = encoded[: _MAX_STEM_BYTES - 9].decode("utf-8", "ignore")
+    return f"{short}-{digest}"

@@ -17,7 +17,8 @@ kind                   data
 =====================  ==============================================================
 session_created        agent, session
 session_restored       agent, session
-model_request          agent, session, messages (Sequence[Message]), tools (list[str])
+model_request          agent, session, messages (Sequence[Message]), tools (list[str]),
+                       instructions (str | None)
 model_response         agent, session, messages (list[Message]), usage, response_id
 model_error            agent, session, error (exception class name), message (its text)
 tool_call              agent, session, call_id, name, arguments

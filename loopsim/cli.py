@@ -13,8 +13,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
@@ -22,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._clients import ReplayChatClient
-from ._errors import ReplayMismatchError, ScenarioError, TranscriptError
+from ._errors import ReplayMismatchError, ScenarioError
 from ._files import write_atomic
 from ._report._cli import add_report_parser
-from ._transcript._commands import add_replay_parser, add_show_parser, cmd_show
+from ._transcript._commands import Replayed, add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
 from .testing._commands import add_check_evaluator_parser
 
@@ -87,8 +89,8 @@ def _add_validate(sub: Any) -> None:
     parser = sub.add_parser(
         "validate",
         help="check scenario files without running them",
-        description="Load every scenario file and report the first problem of each, with "
-        "file, line and field.",
+        description="Load every scenario file and report its problems (up to 20 per file), "
+        "each with file, line and field.",
     )
     parser.add_argument("paths", nargs="+", help="scenario files or folders")
     parser.set_defaults(command=cmd_validate)
@@ -102,6 +104,10 @@ def _validate_one(file: Path) -> bool:
         loaded = load_scenario(file)
     except ScenarioError as exc:
         print(f"invalid  {exc}")  # noqa: T201 - CLI output
+        for other in exc.others:
+            print(f"         {other}")  # noqa: T201 - CLI output
+        if exc.omitted:
+            print(f"         … and {exc.omitted} more problem(s) in this file")  # noqa: T201
         return False
     print(f"ok       {file} ({loaded.name})")  # noqa: T201 - CLI output
     return True
@@ -238,7 +244,9 @@ def _add_run(sub: Any) -> None:
         help="run scenarios (and tests) through pytest",
         description="Run scenario files through pytest with the loopsim plugin. Any pytest "
         "option works after the paths: -k, -x, -n auto, --junit-xml=FILE, "
-        "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR.",
+        "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR, "
+        "--loopsim-max-examples=N, --snapshot-update; with pytest-split installed "
+        "(loopsim[shard]) --splits N --group I runs one share of the suite.",
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")
@@ -365,9 +373,11 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
         print(f"loopsim replay: cannot read {scenario_file}: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
 
-    def rerun(recorded: Transcript) -> Transcript:
+    def rerun(recorded: Transcript) -> Replayed:
         # Each agent's model answers from the recording (strict): a request that differs
-        # from the recorded one is the divergence, reported at its event.
+        # from the recorded one is the divergence, reported at its event. A fresh run of
+        # the scenario's own models tells model-side changes apart (reported as
+        # "answered from the recording").
         backend = recorded.backend if recorded.backend in BACKENDS else None
         result = run_scenario(
             loaded,
@@ -375,12 +385,9 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
             backend=backend,
             models=lambda name, _client: ReplayChatClient(recorded, name),
         )
-        if isinstance(result.error, ReplayMismatchError):
-            raise result.error
-        if result.transcript is None:  # pragma: no cover - the transcript layer is present
-            msg = "the scenario runner recorded no transcript"
-            raise TranscriptError(msg)
-        return result.transcript
+        fresh = run_scenario(loaded, seed=recorded.seed, backend=backend).transcript
+        error = result.error if isinstance(result.error, ReplayMismatchError) else None
+        return Replayed(result.transcript, error=error, fresh=fresh)
 
     return replay(args, rerun=rerun)
 
@@ -415,6 +422,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
+    for stream in (sys.stdout, sys.stderr):  # a file name with undecodable bytes still prints
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        # The reader went away (`loopsim validate … | head -1`): stop quietly, as the
+        # Python docs advise: point stdout at devnull so the exit flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if arguments[:1] == ["run"]:

@@ -7,14 +7,20 @@
   ``--loopsim-backend=asyncio|trio`` (override the backend),
   ``--loopsim-transcripts=DIR`` (write every scenario's transcript there; failures
   always get theirs written under ``.loopsim/transcripts`` unless this is set),
-  ``--loopsim-update-snapshots`` (write ``expect: {transcript: snapshot}`` files
-  instead of comparing; a missing snapshot is otherwise a failure),
+  ``--snapshot-update`` (write ``expect: {transcript: snapshot}`` files instead of
+  comparing; a missing snapshot is otherwise a failure; with syrupy installed it is
+  syrupy's flag and updates both; ``--loopsim-update-snapshots`` is its deprecated alias),
+  ``--loopsim-max-examples=N`` (at most N draws per ``vary:`` scenario),
   ``--loopsim-reproducers=DIR`` (where a failing ``vary:`` draw is written as a concrete
   scenario file plus its transcript; default ``<rootdir>/.loopsim/reproducers``).
 * A scenario with a ``vary:`` block runs as a hypothesis property test: the file as
   written, then draws (``vary_settings.max_examples``, else the active hypothesis
   profile; seeded with the scenario seed in CI, under a derandomizing profile, or with
   ``--loopsim-seed``). A failure is shrunk; its report shows the draw and the reproducer.
+* Output: ``-v`` shows each scenario's description under its result; a summary section
+  has one line per scenario (outcome, iterations, stop reason, virtual time, draws); a
+  long ``vary:`` file prints ``vary 40/200 draws`` lines (ini ``loopsim_progress_interval``
+  seconds apart, default 5; not under ``-q`` or in xdist workers).
 * Fixture ``loopsim_clock``: a fresh :class:`~loopsim.VirtualClock` per test.
 * Marker ``@pytest.mark.loopsim(backend="asyncio")``: run an ``async def`` test on the
   virtual clock (``backend=("asyncio", "trio")`` runs it on both).
@@ -34,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import _pytest_output
+
 if TYPE_CHECKING:
     from ._clock import VirtualClock
     from ._scenario import ScenarioResult
@@ -41,10 +49,13 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKEND_OPTION",
     "ENGINE_OPTION",
+    "MAX_EXAMPLES_OPTION",
+    "RECORD_MODE_OPTION",
     "REPORT_OPTION",
     "REPRODUCERS_OPTION",
     "SCENARIO_SUFFIXES",
     "SEED_OPTION",
+    "SNAPSHOT_UPDATE_OPTION",
     "TRANSCRIPTS_OPTION",
     "UPDATE_SNAPSHOTS_OPTION",
     "ScenarioFailedError",
@@ -59,6 +70,10 @@ TRANSCRIPTS_OPTION = "--loopsim-transcripts"
 UPDATE_SNAPSHOTS_OPTION = "--loopsim-update-snapshots"
 REPRODUCERS_OPTION = "--loopsim-reproducers"
 REPORT_OPTION = "--loopsim-report"
+#: The one update flag (syrupy's name; syrupy registers it when installed, loopsim otherwise).
+SNAPSHOT_UPDATE_OPTION = "--snapshot-update"
+MAX_EXAMPLES_OPTION = "--loopsim-max-examples"
+RECORD_MODE_OPTION = "--loopsim-record-mode"
 SCENARIO_SUFFIXES = (".loopsim.yaml", ".loopsim.yml", ".loopsim.json")
 DEFAULT_FAILURE_TRANSCRIPTS = Path(".loopsim") / "transcripts"
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
@@ -67,6 +82,7 @@ TAIL_EVENTS = 12
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("loopsim", "loopsim scenarios and virtual time")
+    _add_record_mode_option(group)
     group.addoption(
         SEED_OPTION,
         type=int,
@@ -104,16 +120,115 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         UPDATE_SNAPSHOTS_OPTION,
         action="store_true",
         default=False,
-        help="write the transcript snapshot of every scenario with `expect: {transcript: "
-        "snapshot}` (__snapshots__/<scenario>.transcript.txt) instead of comparing",
+        help=f"deprecated alias of {SNAPSHOT_UPDATE_OPTION}",
     )
-
     group.addoption(
         REPORT_OPTION,
         default=None,
         metavar="FILE",
         help="write a self-contained HTML report of every scenario run (suite table, "
         "timelines, evaluator decisions, model calls, failures) to FILE",
+    )
+    _add_output_options(group)
+    _pytest_output.add_ini(parser)
+
+
+def _positive(text: str) -> int:
+    import argparse  # noqa: PLC0415 - only for a bad option value
+
+    number = int(text) if text.strip().lstrip("-").isdigit() else 0
+    if number < 1:
+        msg = f"expected a whole number >= 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def _add_output_options(group: Any) -> None:
+    group.addoption(
+        MAX_EXAMPLES_OPTION,
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="run at most N hypothesis draws per `vary:` scenario (a cap: fewer when the "
+        "file's vary_settings.max_examples or the hypothesis profile asks for fewer)",
+    )
+
+
+def _add_snapshot_update(config: pytest.Config, parser: pytest.Parser) -> None:
+    """Register ``--snapshot-update`` unless syrupy does: then it is one flag that updates
+    syrupy's snapshots and the scenarios' (two registrations would be an error)."""
+    if config.pluginmanager.hasplugin("syrupy"):
+        return
+    parser.getgroup("loopsim").addoption(
+        SNAPSHOT_UPDATE_OPTION,
+        action="store_true",
+        default=False,
+        dest="update_snapshots",
+        help="write the transcript snapshot of every scenario with `expect: {transcript: "
+        "snapshot}` (__snapshots__/<scenario>.transcript.txt) instead of comparing",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser
+) -> Iterator[None]:
+    # Every plugin (entry points, -p, the rootdir's conftest) is registered after this:
+    # only now is it known whether syrupy brings --snapshot-update.
+    result = yield
+    _add_snapshot_update(early_config, parser)
+    return result
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    # syrupy's clean-up (--snapshot-update) takes every file of a __snapshots__ folder
+    # that no syrupy assertion used for an unused snapshot, and deletes it: scenario
+    # snapshots that share the folder with a test module's .ambr file are put back.
+    kept = _scenario_snapshots(session)
+    result = yield
+    _put_back(session.config, kept)
+    return result
+
+
+def _scenario_snapshots(session: pytest.Session) -> dict[Path, str]:
+    config = session.config
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("syrupy"):
+        return {}
+    if not update_snapshots(config):
+        return {}
+    nodeids = {item.nodeid for item in session.items if isinstance(item, ScenarioItem)}
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        nodeids.update(r.nodeid for r in _pytest_output.scenario_reports(reporter.stats))
+    kept: dict[Path, str] = {}
+    for nodeid in sorted(nodeids):
+        file, _, name = nodeid.partition("::")
+        path = config.rootpath / file
+        snapshot = path.parent / "__snapshots__" / f"{name}.transcript.txt"
+        if snapshot.is_file():
+            kept[snapshot] = snapshot.read_text(encoding="utf-8")
+    return kept
+
+
+def _put_back(config: pytest.Config, kept: dict[Path, str]) -> None:
+    from ._files import write_atomic  # noqa: PLC0415 - only after a syrupy clean-up
+
+    put_back = []
+    for path, text in kept.items():
+        if not path.exists():
+            write_atomic(path, text)
+            put_back.append(path)
+    if put_back:
+        output = config.pluginmanager.get_plugin(_pytest_output.PLUGIN_NAME)
+        if output is not None:
+            output.put_back = put_back
+
+
+def update_snapshots(config: pytest.Config) -> bool:
+    """Whether this run writes scenario snapshots (``--snapshot-update`` or its alias)."""
+    return bool(config.getoption(SNAPSHOT_UPDATE_OPTION, default=False)) or bool(
+        config.getoption(UPDATE_SNAPSHOTS_OPTION)
     )
 
 
@@ -130,7 +245,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "loopsim's virtual clock (backend may be 'asyncio', 'trio' or a sequence of both; "
         "wall_clock=False leaves datetime.now()/time.time() real)",
     )
+    _register_output(config)
     _block_looptime_without_pytest_asyncio(config)
+
+
+def _register_output(config: pytest.Config) -> None:
+    note = None
+    if config.getoption(UPDATE_SNAPSHOTS_OPTION):
+        note = (
+            f"loopsim: note: {UPDATE_SNAPSHOTS_OPTION} is deprecated and will go away; use "
+            f"{SNAPSHOT_UPDATE_OPTION} (it updates scenario snapshots, and syrupy's too when "
+            "syrupy is installed)"
+        )
+    config.pluginmanager.register(
+        _pytest_output.ScenarioOutput(config, note=note), _pytest_output.PLUGIN_NAME
+    )
 
 
 def _block_looptime_without_pytest_asyncio(config: pytest.Config) -> None:
@@ -157,6 +286,16 @@ class ScenarioFile(pytest.File):
         for suffix in SCENARIO_SUFFIXES:
             name = name.removesuffix(suffix)
         yield ScenarioItem.from_parent(self, name=name)
+
+
+def _write_transcript(result: ScenarioResult, folder: Path) -> Path | None:
+    """Write the run's transcript; a failed write is noted on the result, never raised
+    (it would hide the scenario's own outcome)."""
+    try:
+        return result.write_transcript(folder)
+    except OSError as exc:
+        result.write_problem = f"could not write the transcript into {folder}: {exc}"
+        return None
 
 
 class ScenarioFailedError(AssertionError):
@@ -192,6 +331,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
+        from ._files import safe_file_stem  # noqa: PLC0415
         from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
 
         config = self.config
@@ -203,28 +343,56 @@ class ScenarioItem(pytest.Item):
         options: dict[str, Any] = {
             "seed": config.getoption(SEED_OPTION),
             "backend": config.getoption(BACKEND_OPTION),
-            "update_snapshots": bool(config.getoption(UPDATE_SNAPSHOTS_OPTION)),
+            "update_snapshots": update_snapshots(config),
             "engine": config.getoption(ENGINE_OPTION),
         }
+        _describe(self, loaded.scenario.description)
         written: Path | None = None
         if loaded.scenario.vary:
             from ._scenario import run_vary, write_reproducer  # noqa: PLC0415
 
             if options["seed"] is not None:
                 options["seeded"] = True  # --loopsim-seed also seeds hypothesis
-            vary = run_vary(loaded, **options)
+            vary = run_vary(
+                loaded,
+                **options,
+                max_examples=config.getoption(MAX_EXAMPLES_OPTION),
+                progress=_pytest_output.progress_for(self),
+            )
             result = vary.result
             self.user_properties.append(("loopsim_examples", vary.examples))
+            self.user_properties.extend(
+                [
+                    ("loopsim_draws", vary.examples - vary.shrinks),
+                    ("loopsim_planned", vary.planned),
+                    ("loopsim_shrinks", vary.shrinks),
+                ]
+            )
             if vary.document is not None:
                 folder = config.getoption(REPRODUCERS_OPTION)
                 target = (
                     Path(folder) if folder is not None else config.rootpath / DEFAULT_REPRODUCERS
                 )
-                result.reproducer = write_reproducer(loaded, result, vary.document, target)
-                written = target / f"{result.name}.transcript.json"
+                try:
+                    result.reproducer = write_reproducer(loaded, result, vary.document, target)
+                except OSError as exc:  # the failure itself must still be reported
+                    result.write_problem = f"could not write the reproducer: {exc}"
+                else:
+                    written = target / f"{safe_file_stem(result.name)}.transcript.json"
         else:
+            cassette = _scenario_cassette(config, self.path, loaded.name)
+            if cassette is not None:
+                options["models"] = cassette.client
             result = run_scenario(loaded, **options)
+            if cassette is not None and result.passed:
+                cassette.finish()
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
+        self.user_properties.extend(
+            [
+                ("loopsim_iterations", result.iterations),
+                ("loopsim_stop_reason", result.stop_reason),
+            ]
+        )
         if config.getoption(REPORT_OPTION, None):
             from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
 
@@ -233,10 +401,10 @@ class ScenarioItem(pytest.Item):
         _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
-            written = result.write_transcript(Path(folder))
+            written = _write_transcript(result, Path(folder))
         if not result.passed:
             if written is None:
-                written = result.write_transcript(config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
+                written = _write_transcript(result, config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
             raise ScenarioFailedError(result, written)
         _report_engines(result)
 
@@ -259,6 +427,11 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"scenario {self.name}"
+
+
+def _describe(item: pytest.Item, description: str | None) -> None:
+    if description:
+        item.user_properties.append(("loopsim_description", description))
 
 
 # -- fixtures and the marker ------------------------------------------------------------------
@@ -311,3 +484,52 @@ def _report_engines(result: ScenarioResult) -> None:
         pytest.skip(f"engines not compared: {result.not_compared} (the other engine passed)")
     if result.divergence is not None:
         pytest.xfail(result.divergence)
+
+
+# -- cassettes (record a real model once, replay it in CI) ---------------------------------
+
+
+def _add_record_mode_option(group: Any) -> None:
+    from ._transcript._cassette import RECORD_MODES  # noqa: PLC0415 - keep startup light
+
+    group.addoption(
+        RECORD_MODE_OPTION,
+        choices=RECORD_MODES,
+        default="none",
+        help="how the loopsim_cassette fixture treats real models: none (replay only, the "
+        "default), once (record a missing cassette), new_episodes (record requests past "
+        "the cassette), all (re-record)",
+    )
+
+
+@pytest.fixture
+def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """This test's :class:`~loopsim._transcript._cassette.Cassette`, in the record mode of
+    ``--loopsim-record-mode``; stored in ``cassettes/<module>/<test>.transcript.json`` next
+    to the test file. ``loopsim_cassette.client(agent_name, real_client)`` gives the
+    client an agent talks to."""
+    from ._transcript._cassette import (  # noqa: PLC0415 - keep startup light
+        Cassette,
+        CassetteMissingError,
+        cassette_path,
+    )
+
+    path = cassette_path(Path(str(request.path)), request.node.name)
+    try:
+        cassette = Cassette(path, request.config.getoption(RECORD_MODE_OPTION))
+    except CassetteMissingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield cassette
+    cassette.finish()
+
+
+def _scenario_cassette(config: pytest.Config, path: Path, name: str) -> Any:
+    """The cassette of a scenario file (``cassettes/<name>.transcript.json`` next to it),
+    or None: in mode ``none`` a scenario without one runs its own scripts."""
+    from ._transcript._cassette import Cassette  # noqa: PLC0415 - keep startup light
+
+    mode = config.getoption(RECORD_MODE_OPTION)
+    target = path.parent / "cassettes" / f"{name}.transcript.json"
+    if mode == "none" and not target.exists():
+        return None
+    return Cassette(target, mode)

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Imported before any in-process pytester run: pytester drops the modules a nested run
+# imported, so agent_framework modules first imported there would come back as second
+# copies (other classes) in later tests, and the agent_framework engine tests then fail
+# by test order alone (seen under xdist after tests/plugin/test_collection.py).
+with contextlib.suppress(ImportError):
+    import agent_framework
+
+    import loopsim.agent_framework  # noqa: F401
+
+    # agent_framework imports these lazily, on first attribute access
+    _ = (agent_framework.BackgroundAgentsProvider, agent_framework.AgentLoopMiddleware)
+
 
 # Profiles: "ci" is fast and derandomized (reproducible), "dev" explores more.
 settings.register_profile(

@@ -163,7 +163,10 @@ def test_replay_same_scenario_is_identical(
     scenario = SCENARIOS / "background_fast_first.loopsim.yaml"
     recorded = _record(scenario, tmp_path)
     assert main(["replay", str(recorded), "--scenario", str(scenario)]) == EXIT_OK
-    assert capsys.readouterr().out == "identical\n"
+    assert capsys.readouterr().out == (
+        "identical: 9 model calls answered from the recording; the code under test sent "
+        "the same 9 requests; 2 recorded delays reused\n"
+    )
 
 
 def test_replay_modified_scenario_prints_first_divergence(
@@ -182,7 +185,14 @@ def test_replay_modified_scenario_prints_first_divergence(
     )
     assert main(["replay", str(recorded), "--scenario", str(changed)]) == EXIT_FAILED
     out = capsys.readouterr().out
-    assert out.startswith("first divergence at event ")
+    assert out.startswith("diverged: fewer model calls than recorded: 1 recorded turn(s)")
+    assert "  also: loop decisions differ: decision 1: recorded loop writer iteration 1" in out
+    assert (
+        "  also: iteration counts differ: loop writer recorded 2 iteration(s) "
+        "(evaluators_stopped), live 1 iteration(s) (evaluators_stopped)"
+    ) in out
+    assert "compared: 1 of 2 recorded model calls answered from the recording" in out
+    assert "\nfirst divergence at event " in out
     assert "evaluator_decision" in out
     assert "continue" in out
     assert "stop" in out
@@ -200,7 +210,13 @@ def test_replay_feeds_recorded_model_turns_back(
         encoding="utf-8",
     )
     assert main(["replay", str(recorded), "--scenario", str(changed)]) == EXIT_OK
-    assert capsys.readouterr().out == "identical\n"
+    out = capsys.readouterr().out
+    assert out.startswith("identical: 2 model calls answered from the recording; ")
+    # ... but not silently: the model-side change is named.
+    assert (
+        'agent writer at t=0: the scenario\'s model now answers assistant: "a rough draft" '
+        '(recorded: assistant: "a first draft")'
+    ) in out
 
 
 def test_replay_needs_a_valid_scenario(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -171,3 +171,27 @@ def test_function_client_rejects_bad_return_values() -> None:
 def test_fake_clients_satisfy_the_protocol() -> None:
     assert isinstance(ScriptedChatClient([]), loopsim.ChatClient)
     assert isinstance(loopsim.FunctionChatClient(lambda m, o: ""), loopsim.ChatClient)
+
+
+@pytest.mark.parametrize(("latency", "waits"), [("zero", False), ("real", True)])
+def test_recording_latency_option_turns_real_time_into_virtual_time(
+    latency: str, waits: bool
+) -> None:
+    import time as real_time
+
+    def slow(messages: object, options: object) -> str:
+        real_time.sleep(0.05)  # a real model's latency: real seconds, no virtual ones
+        return "late"
+
+    client = loopsim.RecordingChatClient(
+        loopsim.FunctionChatClient(slow),
+        agent_name="a",
+        latency=latency,  # type: ignore[arg-type]
+    )
+    clock = loopsim.VirtualClock()
+    clock.run(loopsim.Agent(client, name="a").run, "hi")
+    (turn,) = client.turns
+    assert (turn.delay >= 0.05) is waits
+    assert (clock.elapsed >= 0.05) is waits
+    with pytest.raises(ValueError, match="latency must be 'zero' or 'real'"):
+        loopsim.RecordingChatClient(loopsim.FunctionChatClient(slow), latency="fast")  # type: ignore[arg-type]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from loopsim._files import write_atomic
+from loopsim._files import safe_file_stem, write_atomic
 
 
 def test_writes_exact_utf8_text_and_creates_the_folder(tmp_path: Path) -> None:
@@ -32,3 +36,91 @@ def test_a_failed_rename_keeps_the_old_file_and_no_temporary(
     monkeypatch.undo()
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["file.txt"]
+
+
+# -- interrupted writes and modes (issue 14, item 12) -------------------------------------------
+
+
+_KILLED_MID_WRITE = """
+import os, signal, sys
+from pathlib import Path
+import loopsim._files as files
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # the temporary is written, the rename never comes
+
+Path.replace = die
+files.write_atomic(sys.argv[1], "x" * 100_000)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL and pid checks are POSIX")
+def test_a_killed_writer_leaves_a_temporary_that_the_next_write_removes(tmp_path: Path) -> None:
+    target = tmp_path / "run.transcript.json"
+    done = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", _KILLED_MID_WRITE, str(target)], check=False, timeout=60
+    )
+    assert done.returncode == -9
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1
+    assert left[0].startswith(".run.transcript.json.")
+    assert left[0].endswith(".tmp")
+    write_atomic(target, "fresh")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.transcript.json"]
+    assert target.read_text() == "fresh"
+
+
+def test_temporaries_of_live_writers_and_other_files_are_kept(tmp_path: Path) -> None:
+    target = tmp_path / "a.txt"
+    live = tmp_path / f".a.txt.{os.getpid()}.999.tmp"  # this process: maybe another thread
+    other = tmp_path / ".b.txt.1.1.tmp"  # another target's
+    unrelated = tmp_path / ".a.txt.notes"
+    for path in (live, other, unrelated):
+        path.write_text("keep")
+    write_atomic(target, "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["a.txt", live.name, other.name, unrelated.name]
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_new_files_get_the_umask_mode_and_replaced_files_keep_theirs(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        fresh = write_atomic(tmp_path / "fresh.txt", "x")
+        assert fresh.stat().st_mode & 0o777 == 0o644
+        kept = tmp_path / "kept.txt"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_atomic(kept, "new")
+        assert kept.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old_umask)
+
+
+# -- scenario names as file names (issue 14, item 7) --------------------------------------------
+
+
+@given(name=st.text(max_size=300))
+def test_any_name_becomes_one_writable_file_name(name: str) -> None:
+    stem = safe_file_stem(name)
+    assert stem
+    assert "/" not in stem
+    assert "\\" not in stem
+    assert "\x00" not in stem
+    assert not stem.startswith(".")
+    assert len((stem + ".transcript.json").encode("utf-8")) <= 255
+
+
+@given(first=st.text(max_size=40), second=st.text(max_size=40))
+def test_different_names_never_share_a_file(first: str, second: str) -> None:
+    if first != second:
+        assert safe_file_stem(first) != safe_file_stem(second)
+
+
+def test_plain_names_are_kept_and_hostile_ones_stay_in_the_folder(tmp_path: Path) -> None:
+    assert safe_file_stem("checkout flow-2") == "checkout flow-2"
+    for name in ("../../x", "/etc/passwd", "a\x00b", "\ud800", "..", "", "é" * 300):
+        written = write_atomic(tmp_path / f"{safe_file_stem(name)}.json", "{}")
+        assert written.parent == tmp_path
+    assert len(list(tmp_path.iterdir())) == 7

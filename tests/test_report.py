@@ -227,7 +227,7 @@ def test_show_max_events_limits_every_format(
     total = len(result.transcript.events)
     assert main(["show", str(path), "--max-events", "4"]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert len([line for line in text if line.startswith("t=")]) == 4
+    assert len([line for line in text if not line.startswith("#")]) == 4  # event lines
     assert text[-1] == f"# ... {total - 4} more event(s) not shown (--max-events 4)"
     assert main(["show", str(path), "--format", "mermaid", "--max-events", "6"]) == 0
     assert f"{total - 6} more event(s) not drawn (max 6)" in capsys.readouterr().out

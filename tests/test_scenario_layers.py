@@ -18,8 +18,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "loopsim" / "_scenario"
 ORDER = (
     "_schema",  # stage 1: the file format
     "_jsonschema",
-    "_source",  # stage 2: load
+    "_limits",  # stage 2: load (its bounds first)
+    "_source",
     "_yaml",
+    "_json",
     "_validation",
     "_imports",
     "_references",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -189,17 +190,47 @@ class AgentMiddleware:
 
 def _tool_text(value: Any) -> Any:
     """A tool's return value as the model reads it, as upstream's ``parse_result`` makes
-    it: nothing is empty text, text stays text, anything else becomes its JSON."""
+    it: nothing is empty text, text stays text, anything else becomes its JSON (made
+    safe first: no NaN, no memory address; see :func:`_json_safe`)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
+    safe = _json_safe(value)
+    return safe if isinstance(safe, str) else json.dumps(safe)
+
+
+def _json_safe(value: Any) -> Any:
+    """A tool's return value as JSON data, the same in every run (and in its replay).
+
+    JSON data stays as it is; NaN and the infinities (which JSON lacks, and NaN equals
+    nothing, not even a replay of itself) become the texts ``NaN``, ``Infinity`` and
+    ``-Infinity``; anything else becomes its ``str()``, except that the default
+    ``<Foo object at 0x…>`` (a memory address) becomes ``<Foo object>``.
+    """
     try:
-        return json.dumps(value, default=str)
-    except ValueError:  # a value that refers to itself
-        return str(value)
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return _jsonable(value, depth=0)
+    return value
+
+
+def _jsonable(value: Any, depth: int) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if depth < 32:
+        if isinstance(value, (list, tuple)):
+            return [_jsonable(item, depth + 1) for item in value]
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return {key: _jsonable(item, depth + 1) for key, item in value.items()}
+    kind = type(value)
+    if not any("__str__" in vars(c) or "__repr__" in vars(c) for c in kind.__mro__[:-1]):
+        return f"<{kind.__qualname__} object>"
+    return str(value)
 
 
 class Agent(BaseAgent):
@@ -689,6 +720,7 @@ class _RunState:
                 session=self.session.session_id,
                 messages=request,
                 tools=self.chat_options.tool_names,
+                instructions=self.chat_options.instructions,
             )
         return request
 

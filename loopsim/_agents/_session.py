@@ -78,6 +78,18 @@ class MessageView(Sequence[Message]):
     def __len__(self) -> int:
         return self._stop + len(self._tail)
 
+    def as_list(self) -> list[Message]:
+        """The items as a new list, copied at C speed (a recorder reads every request)."""
+        base = self._base
+        if isinstance(base, MessageView):
+            head = base.as_list()[: self._stop]
+        elif isinstance(base, (list, tuple)):
+            head = list(base[: self._stop])
+        else:
+            head = [base[i] for i in range(self._stop)]
+        head.extend(self._tail)
+        return head
+
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload

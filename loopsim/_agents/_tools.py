@@ -24,6 +24,8 @@ class FunctionTool:
     Arguments from the model are validated against the function's signature (pydantic),
     so ``task_id: int`` rejects ``"three"`` with a readable error the model sees. An
     argument the function does not take is ignored, as upstream ignores it.
+    so ``task_id: int`` rejects ``"three"`` with a readable error the model sees; or
+    against ``input_model`` when given (argument names that are no Python identifier).
     """
 
     def __init__(
@@ -33,6 +35,7 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         approval_mode: ApprovalMode = "never_require",
+        input_model: type[BaseModel] | None = None,
     ) -> None:
         if not callable(fn):
             msg = f"tool fn must be callable, got {type(fn).__name__}"
@@ -49,7 +52,9 @@ class FunctionTool:
             raise ValueError(msg)
         self.description = description if description is not None else inspect.getdoc(fn) or ""
         self.approval_mode: ApprovalMode = approval_mode
-        self._model = _arguments_model(fn, self.name)
+        # input_model (as upstream's): the arguments' model, instead of one built from fn's
+        # signature; its fields' values are passed to fn by field name.
+        self._model = input_model if input_model is not None else _arguments_model(fn, self.name)
 
     def __repr__(self) -> str:
         return f"FunctionTool(name={self.name!r}, approval_mode={self.approval_mode!r})"

@@ -2,6 +2,7 @@
 
 from ._function import FunctionChatClient as FunctionChatClient
 from ._protocol import ChatClient as ChatClient
+from ._realtime import RealTimeChatClient as RealTimeChatClient
 from ._recording import RecordedTurn as RecordedTurn
 from ._recording import RecordingChatClient as RecordingChatClient
 from ._replay import ReplayChatClient as ReplayChatClient
@@ -13,6 +14,7 @@ from ._scripted import split_into_updates as split_into_updates
 __all__ = [
     "ChatClient",
     "FunctionChatClient",
+    "RealTimeChatClient",
     "RecordedTurn",
     "RecordingChatClient",
     "ReplayChatClient",

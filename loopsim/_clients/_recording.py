@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+import anyio
 
 from .. import _trace
-from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
+from .._clock._wall import real_seconds
+from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._protocol import ChatClient
+from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
 __all__ = ["RecordedTurn", "RecordingChatClient", "dump_message", "message_summary"]
 
@@ -38,6 +42,7 @@ class RecordedTurn:
         response_time: virtual seconds when the response arrived.
         error: ``"Type: message"`` when the call raised.
         event_index: index of the request in a transcript's events (replay only).
+        instructions: the system instructions sent with the request (None: none).
     """
 
     agent: str | None
@@ -52,6 +57,14 @@ class RecordedTurn:
     error: str | None = None
     event_index: int | None = None
     response_index: int | None = field(default=None, repr=False)
+    instructions: str | None = None
+
+    @property
+    def delay(self) -> float:
+        """Virtual seconds the model took to answer (0 when it never answered)."""
+        if self.response_time is None:
+            return 0.0
+        return max(self.response_time - self.request_time, 0.0)
 
     @property
     def summary(self) -> str:
@@ -134,24 +147,71 @@ class RecordingChatClient:
     """
 
     def __init__(
-        self, inner: ChatClient, *, agent_name: str | None = None, emit: bool = False
+        self,
+        inner: ChatClient,
+        *,
+        agent_name: str | None = None,
+        emit: bool = False,
+        latency: Literal["zero", "real"] = "zero",
+        secrets: Sequence[str] = (),
+        secret_patterns: Sequence[str] = (),
     ) -> None:
+        if latency not in ("zero", "real"):
+            msg = f"latency must be 'zero' or 'real', got {latency!r}"
+            raise ValueError(msg)
         self.inner = inner
         self.agent_name = agent_name
         self.emit = emit
+        self.latency = latency
         self.turns: list[RecordedTurn] = []
+        #: Every request received (messages, options), like the fakes' ``requests``.
+        self.requests: list[ChatRequest] = []
+        #: What is redacted: the given secrets, keys found on the wrapped clients, and
+        #: secret-looking text (default and given patterns).
+        self.redactor = Redactor([*secrets, *secret_values(inner)], secret_patterns)
+        # One dump per message object, shared by every request that resends it, so a
+        # long conversation costs what is new in each turn (and is written once).
+        self._dumps: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._registered: Any = None
+
+    def _dump(self, message: Message) -> dict[str, Any]:
+        cached = self._dumps.get(id(message))
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        dumped: dict[str, Any] = self.redactor.redact(dump_message(message))
+        self._dumps[id(message)] = (message, dumped)
+        return dumped
+
+    def _register(self) -> None:
+        # The run's Recorder redacts what this client knows to be secret, too.
+        trace = _trace.active()
+        if trace is None or trace is self._registered:
+            return
+        self._registered = trace
+        known = trace.resources.get(SECRETS_RESOURCE)
+        if isinstance(known, Redactor):
+            known.merge(self.redactor)
+        else:
+            trace.resources[SECRETS_RESOURCE] = Redactor(
+                self.redactor.values, self.redactor.patterns, defaults=False
+            )
 
     def __repr__(self) -> str:
         return f"RecordingChatClient({self.inner!r}, turns={len(self.turns)})"
 
     def _start(self, messages: Sequence[Message], options: ChatOptions) -> RecordedTurn:
+        self._register()
+        self.requests.append(ChatRequest(messages, options))
         # The Agent says who asks in the options; a direct call leaves them None.
         turn = RecordedTurn(
             agent=self.agent_name or options.agent_name,
             session=options.session_id,
-            messages=[dump_message(m) for m in messages],
+            messages=[self._dump(m) for m in messages],
             tools=list(options.tool_names),
             request_time=_now(),
+            instructions=None
+            if options.instructions is None
+            else self.redactor.text(options.instructions),
         )
         self.turns.append(turn)
         if self.emit:
@@ -161,11 +221,12 @@ class RecordingChatClient:
                 session=turn.session,
                 messages=messages,
                 tools=list(options.tool_names),
+                instructions=options.instructions,
             )
         return turn
 
     def _finish(self, turn: RecordedTurn, response: ChatResponse) -> None:
-        turn.response = [dump_message(m) for m in response.messages]
+        turn.response = [self._dump(m) for m in response.messages]
         turn.usage = None if response.usage is None else response.usage.model_dump(mode="json")
         turn.response_id = response.response_id
         turn.response_time = _now()
@@ -180,7 +241,7 @@ class RecordingChatClient:
             )
 
     def _fail(self, turn: RecordedTurn, exc: Exception) -> None:
-        turn.error = f"{type(exc).__name__}: {exc}"
+        turn.error = self.redactor.text(f"{type(exc).__name__}: {exc}")
         turn.response_time = _now()
         if self.emit:
             _trace.emit(
@@ -191,16 +252,27 @@ class RecordingChatClient:
                 message=str(exc),
             )
 
+    async def _wait_as_long_as(self, began: float) -> None:
+        # latency="real": the model's real latency becomes virtual time, so the replay
+        # (which sleeps the recorded delay) and the live run keep the same timestamps.
+        if self.latency == "real":
+            taken = real_seconds() - began
+            if taken > 0:
+                await anyio.sleep(taken)
+
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> ChatResponse:
         """Forward the request to ``inner`` and record both sides."""
         turn = self._start(messages, options or _NO_OPTIONS)
+        began = real_seconds()
         try:
             response = await self.inner.get_response(messages, options=options)
         except Exception as exc:
+            await self._wait_as_long_as(began)
             self._fail(turn, exc)
             raise
+        await self._wait_as_long_as(began)
         self._finish(turn, response)
         return response
 
@@ -210,13 +282,16 @@ class RecordingChatClient:
         """Forward the stream unchanged; record the merged response when it ends."""
         turn = self._start(messages, options or _NO_OPTIONS)
         updates: list[ChatResponseUpdate] = []
+        began = real_seconds()
         try:
             async for update in self.inner.get_streaming_response(messages, options=options):
                 updates.append(update)
                 yield update
         except Exception as exc:
+            await self._wait_as_long_as(began)
             self._fail(turn, exc)
             raise
+        await self._wait_as_long_as(began)
         self._finish(turn, ChatResponse.from_updates(updates))
 
 

@@ -16,12 +16,19 @@ from typing import Any, Protocol
 
 import anyio
 
+from .. import _trace
 from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
 from ._recording import RecordedTurn, dump_message, message_summary
 
-__all__ = ["RecordedEvent", "ReplayChatClient", "ReplayDriftWarning", "comparable_message"]
+__all__ = [
+    "RecordedEvent",
+    "ReplayChatClient",
+    "ReplayDriftWarning",
+    "comparable_message",
+    "request_difference",
+]
 
 
 class ReplayDriftWarning(UserWarning):
@@ -77,6 +84,7 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
                 tools=list(data.get("tools") or ()),
                 request_time=float(event.time),
                 event_index=index,
+                instructions=data.get("instructions"),
             )
             turns.append(turn)
             open_turns.setdefault(session, []).append(turn)
@@ -166,6 +174,14 @@ class ReplayChatClient(FakeChatClient):
 
     finish = assert_all_played
 
+    async def get_response(
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
+    ) -> ChatResponse:
+        """Record the request and answer it from the recording (ids as recorded)."""
+        request = ChatRequest(messages, options or ChatOptions())
+        self.requests.append(request)
+        return await self._answer(request)
+
     # -- matching -----------------------------------------------------------------------
 
     def _heads(self) -> list[RecordedTurn]:
@@ -180,7 +196,11 @@ class ReplayChatClient(FakeChatClient):
         return next((t for t in queue if id(t) not in self._played), None)
 
     def _select(
-        self, live_session: str | None, live: list[dict[str, Any]], tools: list[str]
+        self,
+        live_session: str | None,
+        live: list[dict[str, Any]],
+        tools: list[str],
+        instructions: str | None,
     ) -> RecordedTurn | None:
         if live_session is not None and live_session in self._session_map:
             return self._head_of(self._session_map[live_session])
@@ -188,7 +208,7 @@ class ReplayChatClient(FakeChatClient):
         if not heads:
             return None
         unclaimed = [h for h in heads if h.session not in self._claimed]
-        matching = [h for h in heads if _diff(h, live, tools) is None]
+        matching = [h for h in heads if _diff(h, live, tools, instructions) is None]
         chosen: RecordedTurn | None = None
         if live_session is not None and live_session in self._queues:
             own = self._head_of(live_session)
@@ -208,7 +228,8 @@ class ReplayChatClient(FakeChatClient):
         live = [dump_message(m) for m in request.messages]
         tools = list(request.options.tool_names)
         live_session = request.options.session_id  # None for a direct call: match on content
-        turn = self._select(live_session, live, tools)
+        instructions = request.options.instructions
+        turn = self._select(live_session, live, tools, instructions)
         if turn is None:
             last = message_summary(live[-1]) if live else "<no messages>"
             raise ReplayMismatchError(
@@ -217,7 +238,7 @@ class ReplayChatClient(FakeChatClient):
                 f"no further recorded turn for agent {self.agent_name!r}",
                 f"a request ({len(live)} message(s), last {last})",
             )
-        difference = _diff(turn, live, tools)
+        difference = _diff(turn, live, tools, instructions)
         if difference is not None:
             expected, actual = difference
             where = f"t={turn.request_time:g} session {turn.session}"
@@ -259,20 +280,27 @@ _ERROR_CLASSES: dict[str, type[ReplayedModelError]] = {}
 
 
 def _response_of(turn: RecordedTurn) -> ChatResponse:
+    # Ids loopsim stamped from the simulation's counters are stamped again, in the same
+    # order (messages, then the response), so the counters advance as they did; ids a
+    # real model gave (or none at all) are kept exactly as recorded.
     messages = []
     for data in turn.response or ():
+        message = Message.model_validate(data)
         if _loopsim_id(data.get("message_id"), "msg"):
-            data = {**data, "message_id": None}  # noqa: PLW2901 - a fresh copy, restamped
-        messages.append(Message.model_validate(data))
+            message = message.model_copy(update={"message_id": _trace.next_id("msg")})
+        messages.append(message)
     response_id = turn.response_id
     if _loopsim_id(response_id, "resp"):
-        response_id = None
+        response_id = _trace.next_id("resp")
     usage = None if turn.usage is None else Usage.model_validate(turn.usage)
     return ChatResponse(messages, response_id=response_id, usage=usage)
 
 
 def _diff(
-    turn: RecordedTurn, live: list[dict[str, Any]], tools: Iterable[str]
+    turn: RecordedTurn,
+    live: list[dict[str, Any]],
+    tools: Iterable[str],
+    instructions: str | None = None,
 ) -> tuple[str, str] | None:
     """None when ``live`` asks what ``turn`` recorded, else (recorded, live) in words."""
     recorded = turn.messages
@@ -293,8 +321,17 @@ def _diff(
     tool_list = list(tools)
     if turn.tools != tool_list:
         return f"tools {turn.tools}", f"tools {tool_list}"
+    if turn.instructions != instructions:
+        return f"instructions {_clip(turn.instructions)}", f"instructions {_clip(instructions)}"
     return None
 
 
-# ChatOptions re-exported for type checkers reading the signature above.
-_ = ChatOptions
+def _clip(text: str | None, limit: int = 200) -> str:
+    if text is None:
+        return "<none>"
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+#: Public name of the request comparison (the replay verdict counts with it).
+request_difference = _diff

@@ -135,3 +135,13 @@ def frozen_wall_clock(
             _depth -= 1
             if _depth == 0:
                 _owner = None
+
+
+def real_seconds() -> float:
+    """Real (not virtual, never frozen) seconds from an arbitrary origin, for measuring
+    real latencies such as a real model's (``RecordingChatClient(latency="real")``)."""
+    # Looked up at call time: freezegun replaces every module-level reference to the
+    # real clock functions while frozen, except those in its own module.
+    from freezegun import api  # noqa: PLC0415
+
+    return float(api.real_perf_counter())

@@ -7,10 +7,12 @@ the background provider and the loop are rebuilt by :meth:`World.build`.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .. import _trace
 from .._agents import Agent, ApprovalMode, FunctionTool
@@ -76,28 +78,54 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
     return turns
 
 
-def _tool_function(name: str, spec: ToolSpec, argument_names: set[str]) -> Callable[..., Any]:
+def _tool_function(spec: ToolSpec, name: str) -> Callable[..., Any]:
     def fn(**_: Any) -> Any:
         if spec.error is not None:
             raise ScriptedFailure(spec.error)
         return spec.result
 
-    parameters = [
-        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
-        for arg in sorted(set(spec.parameters) | argument_names)
-    ]
-    fn.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined] # declared arguments
     fn.__name__ = name
     return fn
 
 
-ToolParts = tuple[str, Callable[..., Any], str, ApprovalMode]
+def _arguments(tool: str, names: list[str]) -> type[BaseModel]:
+    """The model of a scripted tool's arguments: every name optional, any value.
+
+    Argument names are JSON keys, so ``class`` or ``file-name`` are fine; a name pydantic
+    would take for a private attribute (``_x``) or that clashes with its own attributes
+    gets a field of another name, with the argument's name as its alias.
+    """
+    fields: dict[str, Any] = {}
+    taken = set(names)
+    for index, arg in enumerate(names):
+        if arg.startswith("_") or hasattr(BaseModel, arg):
+            field_name = f"argument_{index}"
+            while field_name in taken:
+                field_name += "_"
+            taken.add(field_name)
+            fields[field_name] = (Any, Field(default=None, alias=arg))
+        else:
+            fields[arg] = (Any, None)
+    model: type[BaseModel] = create_model(
+        f"{tool}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+@dataclass(frozen=True, slots=True)
+class ToolParts:
+    """What every engine builds a scripted tool from."""
+
+    name: str
+    function: Callable[..., Any]
+    description: str
+    approval_mode: ApprovalMode
+    arguments: type[BaseModel]
 
 
 def tool_functions(agent: AgentSpec) -> list[ToolParts]:
-    """``(name, function, description, approval_mode)`` of each tool ``agent`` offers: the
-    declared ones, and those its approval requests call (every engine builds its own tool
-    objects from these)."""
+    """The parts of each tool ``agent`` offers: the declared ones, and those its approval
+    requests call (every engine builds its own tool objects from these)."""
     specs = dict(agent.tools)
     used: dict[str, set[str]] = {}
     for turn in agent.script or ():
@@ -106,11 +134,12 @@ def tool_functions(agent: AgentSpec) -> list[ToolParts]:
             if turn.approval_request is not None and call.name not in specs:
                 specs[call.name] = ToolSpec(approval_required=True)
     return [
-        (
+        ToolParts(
             name,
-            _tool_function(name, spec, used.get(name, set())),
+            _tool_function(spec, name),
             spec.description,
-            ("always_require" if spec.approval_required else "never_require"),
+            "always_require" if spec.approval_required else "never_require",
+            _arguments(name, sorted(set(spec.parameters) | used.get(name, set()))),
         )
         for name, spec in specs.items()
     ]
@@ -118,8 +147,14 @@ def tool_functions(agent: AgentSpec) -> list[ToolParts]:
 
 def _tools(agent: AgentSpec) -> list[FunctionTool]:
     return [
-        FunctionTool(fn, name=name, description=description, approval_mode=approval)
-        for name, fn, description, approval in tool_functions(agent)
+        FunctionTool(
+            part.function,
+            name=part.name,
+            description=part.description,
+            approval_mode=part.approval_mode,
+            input_model=part.arguments,
+        )
+        for part in tool_functions(agent)
     ]
 
 

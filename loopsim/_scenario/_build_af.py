@@ -242,8 +242,14 @@ def _af_tools(spec: AgentSpec) -> list[Any]:
     import agent_framework as af  # noqa: PLC0415 - the optional extra
 
     return [
-        af.tool(fn, name=name, description=description, approval_mode=approval)
-        for name, fn, description, approval in tool_functions(spec)
+        af.tool(
+            part.function,
+            name=part.name,
+            description=part.description,
+            approval_mode=part.approval_mode,
+            schema=part.arguments,
+        )
+        for part in tool_functions(spec)
     ]
 
 

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._errors import ScenarioError
 from ._imports import UserCodeError, check_options, import_object
+from ._limits import DEFAULT_LIMITS, ScenarioLimits, listing
 from ._schema import (
     AgentSpec,
     ApprovalStep,
     CoordinatorPolicy,
     CustomEvaluatorSpec,
+    RangeSpec,
     ReleaseStep,
     RunStep,
     Scenario,
     StepExpect,
     describe,
 )
-from ._source import Loc, Located, format_location
+from ._source import Loc, Located, combine, format_location
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
 
@@ -33,102 +37,139 @@ BACKGROUND_TOOLS = (
 )
 
 
-def check_references(scenario: Scenario, where: Located, folders: Sequence[Path] = ()) -> None:
+def check_references(
+    scenario: Scenario,
+    where: Located,
+    limits: ScenarioLimits = DEFAULT_LIMITS,
+    folders: Sequence[Path] = (),
+) -> None:
+    """Raise the first cross-reference problem (every one found rides along on it).
+
+    ``folders``: where ``module:Class`` evaluators are imported from (see ``_imports``).
+    """
+    problems = list(reference_errors(scenario, where, folders))
+    if problems:
+        raise combine(problems, limits)
+
+
+def _fold(name: str) -> str:
+    """The spelling names are compared by: one Unicode normal form (NFC), any case."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _did_you_mean(name: str, choices: list[str]) -> str:
+    folded = {_fold(c): c for c in choices}
+    if _fold(name) in folded:
+        same = folded[_fold(name)]
+        return (
+            f"; did you mean {describe(same)}? (the same letters, in another case or Unicode "
+            "spelling)"
+        )
+    hint = difflib.get_close_matches(name, choices[:1000], n=1)
+    return f"; did you mean {describe(hint[0])}?" if hint else ""
+
+
+def reference_errors(
+    scenario: Scenario, where: Located, folders: Sequence[Path] = ()
+) -> Iterator[ScenarioError]:
+    """Every cross-reference problem of a validated scenario, in document order."""
     names = list(scenario.agents)
     seen: dict[str, str] = {}
     for name in names:
-        folded = name.casefold()
+        folded = _fold(name)
         if folded in seen:
-            raise where.error(
+            yield where.error(
                 ("agents", name),
-                f"duplicate agent name {describe(name)}: names are compared case-insensitively "
-                f"and {describe(seen[folded])} is already defined",
+                f"duplicate agent name {describe(name)}: names are compared without case and "
+                f"in one Unicode spelling (NFC), and {describe(seen[folded])} is already defined",
                 expected="unique agent names",
             )
         seen[folded] = name
 
-    def known(name: str, loc: Loc) -> None:
+    def known(name: str, loc: Loc) -> Iterator[ScenarioError]:
         if name not in scenario.agents:
-            hint = difflib.get_close_matches(name, names, n=1)
-            more = f"; did you mean {describe(hint[0])}?" if hint else ""
-            raise where.error(
+            yield where.error(
                 loc,
-                f"unknown agent {describe(name)}{more} (defined agents: {', '.join(names)})",
+                f"unknown agent {describe(name)}{_did_you_mean(name, names)} (defined agents: "
+                f"{listing(names)})",
                 expected="the name of an agent under `agents`",
             )
 
     parent = scenario.parent
-    known(parent.agent, ("parent", "agent"))
+    yield from known(parent.agent, ("parent", "agent"))
     children_seen: dict[str, int] = {}
     for index, child in enumerate(parent.background_agents):
         loc: Loc = ("parent", "background_agents", index)
-        known(child, loc)
+        yield from known(child, loc)
         if child == parent.agent:
-            raise where.error(
+            yield where.error(
                 loc,
                 f"the parent {describe(child)} cannot be its own background agent",
                 expected="a different agent",
             )
-        if child.casefold() in children_seen:
-            raise where.error(
+        if _fold(child) in children_seen:
+            yield where.error(
                 loc,
                 f"duplicate background agent {describe(child)} (names are compared "
                 "case-insensitively)",
                 expected="each background agent once",
             )
-        children_seen[child.casefold()] = index
+        children_seen[_fold(child)] = index
 
     has_background = bool(parent.background_agents)
     if parent.harness and scenario.agents[parent.agent].function_invocation_configuration:
-        raise where.error(
+        yield where.error(
             ("agents", parent.agent, "function_invocation_configuration"),
             "the harness parent keeps the default tool loop; this setting would be ignored",
             expected="function_invocation_configuration on non-harness agents only",
         )
     for name, agent in scenario.agents.items():
-        _check_agent(name, agent, scenario, where, is_parent=name == parent.agent)
+        yield from _check_agent(name, agent, scenario, where, is_parent=name == parent.agent)
 
     if scenario.loop is not None:
         for index, evaluator in enumerate(scenario.loop.evaluators):
             chosen = evaluator.chosen
             loc = ("loop", "evaluators", index)
             if chosen.kind == "background_task_completion" and not has_background:
-                raise where.error(
+                yield where.error(
                     loc,
                     "background_task_completion needs background agents: list them in "
                     "parent.background_agents",
                     expected="parent.background_agents to be non-empty",
                 )
             if isinstance(chosen, CustomEvaluatorSpec):
-                _check_import(
-                    chosen.import_path,
-                    chosen.options,
-                    (*loc, chosen.import_path),
-                    where,
-                    folders,
-                )
+                try:
+                    _check_import(
+                        chosen.import_path,
+                        chosen.options,
+                        (*loc, chosen.import_path),
+                        where,
+                        folders,
+                    )
+                except ScenarioError as exc:
+                    yield exc
 
     if scenario.loop is not None and scenario.loop.should_continue and not parent.harness:
-        raise where.error(
+        yield where.error(
             ("loop", "should_continue"),
             "should_continue is the harness's predicate loop: set parent.harness: true",
             expected="parent.harness: true",
         )
     if scenario.loop is not None and scenario.loop.should_continue and not has_background:
-        raise where.error(
+        yield where.error(
             ("loop", "should_continue"),
             "background_tasks_running needs background agents (parent.background_agents)",
             expected="parent.background_agents to be non-empty",
         )
     for index, step in enumerate(scenario.steps):
         if isinstance(step, ReleaseStep) and not has_background:
-            raise where.error(
+            yield where.error(
                 ("steps", index),
                 "release_session needs background agents (parent.background_agents)",
                 expected="parent.background_agents to be non-empty",
             )
     if not any(type(step).__name__ == "RunStep" for step in scenario.steps):
-        raise where.error(
+        yield where.error(
             ("steps",), "the steps never run the parent", expected="at least one `run:` step"
         )
 
@@ -143,29 +184,49 @@ def check_references(scenario: Scenario, where: Located, folders: Sequence[Path]
         if isinstance(step, (RunStep, ApprovalStep)) and step.expect is not None
     )
     for loc, expect in blocks:
-        _check_expect(scenario, loc, expect, known, where)
-    _check_instants(scenario, where)
+        yield from _expect_errors(scenario, loc, expect, known, where)
+    yield from _instant_errors(scenario, where)
+    for key in ("expect", "always"):
+        expect = getattr(scenario, key)
+        elapsed = None if expect is None else expect.elapsed
+        if (
+            isinstance(elapsed, RangeSpec)
+            and elapsed.min is not None
+            and elapsed.max is not None
+            and elapsed.min > elapsed.max
+        ):
+            yield where.error(
+                (key, "elapsed"),
+                f"inverted range: min {elapsed.min:g} > max {elapsed.max:g}, so no run can meet it",
+                expected="min <= max",
+            )
+    if scenario.vary_settings is not None and not scenario.vary:
+        yield where.error(
+            ("vary_settings",),
+            "vary_settings tune the draws of `vary:`, and this scenario varies nothing",
+            expected="a `vary:` section, or no `vary_settings`",
+        )
     if scenario.always is not None and scenario.always.transcript is not None:
-        raise where.error(
+        yield where.error(
             ("always", "transcript"),
             "a transcript snapshot is one run's transcript, and `always:` holds for every draw",
             expected="`transcript: snapshot` under `expect:` (the file as written)",
         )
 
 
-def _check_expect(
+def _expect_errors(
     scenario: Scenario, loc: Loc, expect: StepExpect, known: Any, where: Located
-) -> None:
+) -> Iterator[ScenarioError]:
     label = format_location(loc)
     for name in expect.calls or {}:
         if name not in scenario.agents and name != "judge":
-            known(name, (*loc, "calls", name))
+            yield from known(name, (*loc, "calls", name))
     for key, what in (
         ("iterations", "iterations are counted by a loop"),
         ("stop_reason", "a stop reason is reported by a loop"),
     ):
         if getattr(expect, key) is not None and scenario.loop is None:
-            raise where.error(
+            yield where.error(
                 (*loc, key),
                 f"{what}, and this scenario has no `loop`",
                 expected=f"a `loop:` section, or no `{label}.{key}`",
@@ -173,14 +234,14 @@ def _check_expect(
     if not scenario.parent.background_agents:
         for key in ("tasks", "task_counts", "task_history"):
             if getattr(expect, key) is not None:
-                raise where.error(
+                yield where.error(
                     (*loc, key),
                     "task statuses need background agents (parent.background_agents)",
                     expected="parent.background_agents to be non-empty",
                 )
 
 
-def _check_instants(scenario: Scenario, where: Located) -> None:
+def _instant_errors(scenario: Scenario, where: Located) -> Iterator[ScenarioError]:
     """Steps with an instant (``at:`` / ``until:``) come in time order."""
     latest: tuple[float, int] | None = None
     for index, step in enumerate(scenario.steps):
@@ -188,24 +249,25 @@ def _check_instants(scenario: Scenario, where: Located) -> None:
         if at is None:
             continue
         if latest is not None and at < latest[0]:
-            raise where.error(
+            yield where.error(
                 ("steps", index),
                 f"this step happens at t={at:g}s, before step {latest[1] + 1} at "
                 f"t={latest[0]:g}s: steps with an instant must come in time order",
                 expected=f"an instant >= {latest[0]:g}",
             )
+            continue
         latest = (at, index)
 
 
 def _check_agent(
     name: str, agent: AgentSpec, scenario: Scenario, where: Located, *, is_parent: bool
-) -> None:
+) -> Iterator[ScenarioError]:
     parent = scenario.parent
     if agent.policy is not None:
         chosen = agent.policy.chosen
         if isinstance(chosen, CoordinatorPolicy):
             if not is_parent or not parent.background_agents:
-                raise where.error(
+                yield where.error(
                     ("agents", name, "policy"),
                     "the coordinator policy is for the parent agent, and needs "
                     "parent.background_agents",
@@ -213,10 +275,10 @@ def _check_agent(
                 )
             for index, child in enumerate(chosen.children or ()):
                 if child not in parent.background_agents:
-                    raise where.error(
+                    yield where.error(
                         ("agents", name, "policy", "coordinator", "children", index),
                         f"unknown background agent {describe(child)}; the parent's background "
-                        f"agents are: {', '.join(parent.background_agents)}",
+                        f"agents are: {listing(parent.background_agents)}",
                         expected="a name from parent.background_agents",
                     )
     offered = set(agent.tools)
@@ -227,7 +289,7 @@ def _check_agent(
             if turn.kind == "approval_request":
                 call_loc: Loc = ("agents", name, "script", index, "approval_request", "name")
                 if call.name in agent.tools and not agent.tools[call.name].approval_required:
-                    raise where.error(
+                    yield where.error(
                         call_loc,
                         f"tool {describe(call.name)} does not require approval, so the agent "
                         "would run it instead of asking",
@@ -240,12 +302,10 @@ def _check_agent(
                 call_loc = (*call_loc, call_index)
             if call.name not in offered and agent.factory is None:  # a factory has its own
                 choices = sorted(offered)
-                hint = difflib.get_close_matches(call.name, choices, n=1)
-                more = f"; did you mean {describe(hint[0])}?" if hint else ""
-                raise where.error(
+                yield where.error(
                     (*call_loc, "name"),
-                    f"unknown tool {describe(call.name)}{more} (tools of agent {name}: "
-                    f"{', '.join(choices) or 'none'})",
+                    f"unknown tool {describe(call.name)}{_did_you_mean(call.name, choices)} "
+                    f"(tools of agent {name}: {listing(choices) or 'none'})",
                     expected=f"a tool declared under agents.{name}.tools"
                     + (" or a background_agents_* tool" if is_parent else ""),
                 )

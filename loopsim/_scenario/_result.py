@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ScenarioError
+from .._files import safe_file_stem
 from .._trace import Event
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
@@ -73,6 +74,8 @@ class ScenarioResult:
     not_compared: str | None = None
     #: ``both`` only: the divergence the file declares as known (not a failure)
     divergence: str | None = None
+    #: why a transcript or reproducer could not be written (shown in the report)
+    write_problem: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -83,12 +86,15 @@ class ScenarioResult:
         if self.transcript is None:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(folder / f"{self.name}.transcript.json", self.transcript)
+        return write_transcript(
+            folder / f"{safe_file_stem(self.name)}.transcript.json", self.transcript
+        )
 
     def tail(self, count: int) -> list[str]:
-        """The last ``count`` events as text lines."""
+        """The last ``count`` events as text lines (absolute virtual times: a tail has no
+        earlier line to count from)."""
         if self.transcript is not None:
-            lines = render_text(self.transcript, max_text=100).splitlines()
+            lines = render_text(self.transcript, max_text=100, times="absolute").splitlines()
             return lines[-count:]
         return [f"t={e.time:g} {e.kind} {_short(e.data)}" for e in self.events[-count:]]
 
@@ -124,6 +130,8 @@ class ScenarioResult:
             lines.extend(f"  {line}" for line in self.tail(tail))
         if transcript_path is not None:
             lines.append(f"transcript: {transcript_path}")
+        if self.write_problem is not None:
+            lines.append(self.write_problem)
         if self.reproducer is not None:
             lines.append(f"reproducer (the draw as a concrete scenario): {self.reproducer}")
             lines.append(f"reproduce: loopsim run {self.reproducer}")

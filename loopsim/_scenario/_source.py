@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import ScenarioError
+from ._limits import ScenarioLimits
 from ._schema import Scenario
 
-__all__ = ["LoadedScenario", "Loc", "Located", "format_location"]
+__all__ = ["LoadedScenario", "Loc", "Located", "combine", "format_location"]
 
 Loc = tuple["str | int", ...]
 
@@ -26,6 +27,15 @@ def format_location(loc: Sequence[str | int]) -> str:
         else:
             out += ("." if out else "") + str(part)
     return out
+
+
+def combine(problems: Sequence[ScenarioError], limits: ScenarioLimits) -> ScenarioError:
+    """One error to raise for several: the first, the rest (up to the cap) as ``others``."""
+    first = problems[0]
+    shown = list(problems[: limits.max_errors])
+    first.others = tuple(shown[1:])
+    first.omitted = max(len(problems) - len(shown), 0)
+    return first
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .._errors import ScenarioError
+from ._limits import DEFAULT_LIMITS, ScenarioLimits
 from ._schema import Scenario, describe
-from ._source import Loc, Located
+from ._source import Loc, Located, combine
 
 __all__ = ["from_validation"]
 
@@ -90,22 +91,49 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def from_validation(exc: ValidationError, where: Located, data: Any) -> ScenarioError:
+def from_validation(
+    exc: ValidationError, where: Located, data: Any, limits: ScenarioLimits = DEFAULT_LIMITS
+) -> ScenarioError:
+    """The first problem in document order, every other one riding along (``.others``)."""
+    return combine(validation_errors(exc, where, data), limits)
+
+
+_SHAPE_ERRORS = ("list_type", "dict_type", "model_type", "model_attributes_type")
+
+
+def validation_errors(exc: ValidationError, where: Located, data: Any) -> list[ScenarioError]:
+    """pydantic's errors as located errors, one per place, in document order.
+
+    A union reports every member that failed; of the errors at one place (or inside it)
+    only the most specific is kept: a "this is not a list" of one member is dropped when
+    another member got further.
+    """
     errors = exc.errors(include_url=False)
+    located = [(_user_loc(err["loc"], data), err) for err in errors]
 
-    # The first error in document order is the one a reader meets first.
-    def order(err: Mapping[str, Any]) -> tuple[int, int, int]:
-        loc = _user_loc(err["loc"], data)
+    def order(item: tuple[Loc, Mapping[str, Any]]) -> tuple[int, int, int]:
+        loc, err = item
         # deeper first: a union reports every member, and the deepest error is the specific one
-        return (
-            where.line(loc) or 0,
-            err["type"] in ("list_type", "dict_type", "model_type"),
-            -len(loc),
-        )
+        return (where.line(loc) or 0, err["type"] in _SHAPE_ERRORS, -len(loc))
 
-    errors = sorted(errors, key=order)
-    first = errors[0]
-    loc = _user_loc(first["loc"], data)
+    located.sort(key=order)
+    kept: list[tuple[Loc, Mapping[str, Any]]] = []
+    places: set[Loc] = set()
+    for loc, err in located:
+        if loc in places:
+            continue
+        if err["type"] in _SHAPE_ERRORS and any(
+            other[: len(loc)] == loc for other, _ in located if other != loc
+        ):
+            continue
+        if any(loc[: len(other)] == other for other, e in kept if e["type"] in _SHAPE_ERRORS):
+            continue
+        places.add(loc)
+        kept.append((loc, err))
+    return [_one(loc, err, where) for loc, err in kept]
+
+
+def _one(loc: Loc, first: Mapping[str, Any], where: Located) -> ScenarioError:
     if first["type"] == "extra_forbidden":
         key = loc[-1] if loc else "?"
         allowed = _allowed_keys(loc[:-1])

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from .._errors import ScenarioError
-from .._files import write_atomic
+from .._files import safe_file_stem, write_atomic
 from ._check import Failure
 from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
@@ -44,6 +44,7 @@ from ._vary_paths import apply_draw, concrete, parse_path
 
 __all__ = [
     "DEFAULT_REPRODUCERS",
+    "VaryProgress",
     "VaryRun",
     "run_vary",
     "strategy",
@@ -52,6 +53,9 @@ __all__ = [
 
 #: Where failing draws are written, relative to the rootdir (``--loopsim-reproducers``).
 DEFAULT_REPRODUCERS = Path(".loopsim") / "reproducers"
+#: ``progress(draws, planned, shrinks)``, called after every run of a draw: draws done so
+#: far, the number hypothesis plans (its ``max_examples``), shrink steps after a failure.
+VaryProgress = Callable[[int, int, int], None]
 
 
 # -- hypothesis ---------------------------------------------------------------------------------
@@ -89,9 +93,13 @@ class VaryRun:
     examples: int
     #: the failing draw's document (None unless a draw failed)
     document: Any = None
+    #: the draws hypothesis planned (``max_examples``, after any cap)
+    planned: int = 0
+    #: of ``examples``, the runs that shrank a failing draw
+    shrinks: int = 0
 
 
-def _settings(scenario: Scenario, seeded: bool) -> Any:
+def _settings(scenario: Scenario, seeded: bool, cap: int | None = None) -> Any:
     from hypothesis import HealthCheck, Verbosity, settings  # noqa: PLC0415 - only vary runs need hypothesis
 
     active = settings()
@@ -108,6 +116,8 @@ def _settings(scenario: Scenario, seeded: bool) -> Any:
     }
     if scenario.vary_settings is not None and scenario.vary_settings.max_examples is not None:
         options["max_examples"] = scenario.vary_settings.max_examples
+    if cap is not None:  # --loopsim-max-examples: at most this many, never more
+        options["max_examples"] = min(options.get("max_examples", active.max_examples), cap)
     if seeded:
         options["derandomize"] = False  # the scenario's seed is the seed
         options["database"] = None  # a stored example would make runs differ
@@ -130,11 +140,15 @@ def run_vary(
     update_snapshots: bool = False,
     seeded: bool | None = None,
     engine: EngineChoice | None = None,
+    max_examples: int | None = None,
+    progress: VaryProgress | None = None,
 ) -> VaryRun:
     """Run the file as written, then hypothesis draws of its ``vary:`` block.
 
-    Returns the first failing result (for a draw: shrunk, with ``.draw`` set), or the
-    passing result of the file as written.
+    ``max_examples`` caps the draws (the file's ``vary_settings.max_examples``, else the
+    active hypothesis profile, decides below the cap); ``progress`` is told about every
+    draw (see :data:`VaryProgress`). Returns the first failing result (for a draw:
+    shrunk, with ``.draw`` set), or the passing result of the file as written.
     """
     from hypothesis import given  # noqa: PLC0415 - only vary runs need hypothesis
     from hypothesis import seed as hypothesis_seed  # noqa: PLC0415 - only vary runs need hypothesis
@@ -156,11 +170,36 @@ def run_vary(
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
     ties = st.integers(0, 1)
+    if seeded is None:
+        seeded = seeded_by_default()
+    chosen = _settings(scenario, seeded, max_examples)
+    planned = int(chosen.max_examples)
     count = 0
+    shrinks = 0
+    failing = False
 
     def draw_once(data: Any) -> None:
-        nonlocal count
-        count += 1
+        nonlocal count, shrinks, failing
+        shrinking = failing
+        aborted = False
+        try:
+            run_draw(data)
+        except DrawFailedError:
+            failing = True
+            raise
+        except BaseException:
+            # hypothesis stopped this draw part-way (e.g. it ran out of data): it retries
+            # with a new one and does not count it, so neither do we
+            aborted = True
+            raise
+        finally:
+            if not aborted:
+                count += 1
+                shrinks += shrinking
+                if progress is not None:
+                    progress(count - shrinks, planned, shrinks)
+
+    def run_draw(data: Any) -> None:
         document = copy.deepcopy(loaded.data)
         document.pop("ties", None)  # `ties:` pins the file as written; draws draw every tie
         drawn: dict[str, Any] = {}
@@ -197,17 +236,15 @@ def run_vary(
 
     draw_once.__name__ = f"vary_{loaded.stem}"
     draw_once._hypothesis_internal_add_digest = str(loaded.where.path or loaded.name).encode()  # type: ignore[attr-defined] # hypothesis's database key per scenario
-    if seeded is None:
-        seeded = seeded_by_default()
     test: Callable[[], None] = given(st.data())(draw_once)
-    test = _settings(scenario, seeded)(test)
+    test = chosen(test)
     if seeded:
         test = hypothesis_seed(scenario.seed if seed is None else seed)(test)
     try:
         test()
     except DrawFailedError as failed:
-        return VaryRun(failed.result, count, failed.document)
-    return VaryRun(base, count)
+        return VaryRun(failed.result, count, failed.document, planned, shrinks)
+    return VaryRun(base, count, planned=planned, shrinks=shrinks)
 
 
 # -- reproducers --------------------------------------------------------------------------------
@@ -251,7 +288,7 @@ def write_reproducer(
 ) -> Path:
     """Write the reproducer scenario (and its transcript) into ``folder``, atomically."""
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{loaded.stem}.loopsim.yaml"
+    target = folder / f"{safe_file_stem(loaded.stem)}.loopsim.yaml"
     body = yaml.safe_dump(
         reproducer_document(loaded, result, document),
         sort_keys=False,

@@ -11,9 +11,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import ScenarioError
+from ._limits import DEFAULT_LIMITS, ScenarioLimits, listing
 from ._references import check_references
 from ._schema import Scenario, VarySpec, describe
-from ._source import LoadedScenario, Located, format_location
+from ._source import LoadedScenario, Located, combine, format_location
 from ._validation import from_validation
 
 __all__ = ["FIXED_KEYS", "apply_draw", "check_vary", "concrete", "parse_path"]
@@ -113,11 +114,55 @@ def _walk(
             raise where.error(
                 loc,
                 f"unknown path {text}: {shown} has no key {describe(part)}{guess} "
-                f"(keys there: {', '.join(keys) or 'none'})",
+                f"(keys there: {listing(keys) or 'none'})",
                 expected="a path through keys the document has",
             )
         node = node[key]
         walked += ("." if walked else "") + str(part)
+
+
+def _largest_draw(spec: VarySpec) -> int:
+    """How many values the largest draw of ``spec`` holds (nested lists multiply)."""
+    if spec.list_of is None:
+        return 1
+    return max(spec.largest, 1) * _largest_draw(spec.list_of)
+
+
+def _bounds(spec: VarySpec, loc: tuple[Part, ...], where: Located, limits: ScenarioLimits) -> None:
+    """Refuse a ``vary:`` entry whose draws are too large to build or check."""
+    inner: VarySpec | None = spec
+    while inner is not None:
+        if inner.list_of is not None and max(inner.largest, inner.min_size) > limits.max_vary_size:
+            raise where.error(
+                loc,
+                f"a list_of of up to {inner.largest:,} items: at most "
+                f"{limits.max_vary_size:,} are drawn",
+                expected=f"max_size <= {limits.max_vary_size:,} "
+                "(ScenarioLimits.max_vary_size sets the bound)",
+            )
+        inner = inner.list_of
+    items = _largest_draw(spec)
+    if items > limits.max_vary_items:
+        raise where.error(
+            loc,
+            f"the largest draw holds {items:,} values (nested list_of sizes multiply): at most "
+            f"{limits.max_vary_items:,}",
+            expected="smaller max_size values (ScenarioLimits.max_vary_items sets the bound)",
+        )
+
+
+def _size(document: Any) -> int:
+    """How many values (scalars, lists, mappings) ``document`` holds."""
+    count = 0
+    pending = [document]
+    while pending:
+        value = pending.pop()
+        count += 1
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return count
 
 
 def _samples(spec: VarySpec) -> list[Any]:
@@ -134,43 +179,89 @@ def _samples(spec: VarySpec) -> list[Any]:
     return out
 
 
-def concrete(loaded: LoadedScenario, document: Any) -> LoadedScenario:
+def concrete(
+    loaded: LoadedScenario, document: Any, limits: ScenarioLimits = DEFAULT_LIMITS
+) -> LoadedScenario:
     """Validate a drawn ``document`` like a loaded file (the ``vary:`` checks excepted)."""
     try:
         scenario = Scenario.model_validate(document)
     except ValidationError as exc:
-        raise from_validation(exc, loaded.where, document) from None
-    check_references(scenario, loaded.where, loaded.folders)
+        raise from_validation(exc, loaded.where, document, limits) from None
+    check_references(scenario, loaded.where, limits, loaded.folders)
     return LoadedScenario(scenario, loaded.where, loaded.source, document, loaded.folders)
 
 
-def check_vary(scenario: Scenario, where: Located, document: Any) -> None:
-    """Check every ``vary:`` path and that each choice and range end gives a valid file."""
+def check_vary(
+    scenario: Scenario, where: Located, document: Any, limits: ScenarioLimits = DEFAULT_LIMITS
+) -> None:
+    """Check every ``vary:`` path and that each choice and range end gives a valid file.
+
+    Each entry is checked on its own (its first problem is reported). Each check validates
+    a whole copy of the document, so at most ``limits.max_vary_values`` values (copies
+    times the document's size) are validated per file.
+    """
+    problems: list[ScenarioError] = []
+    budget = [limits.max_vary_values]
     base = LoadedScenario(scenario, where, "", document)
     for text, spec in scenario.vary.items():
-        loc: tuple[Part, ...] = ("vary", text)
-        parts = parse_path(text)
-        if parts is None:
+        problem = _entry_problem(text, spec, base, limits, budget)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise combine(problems, limits)
+
+
+def _entry_problem(
+    text: str, spec: VarySpec, base: LoadedScenario, limits: ScenarioLimits, budget: list[int]
+) -> ScenarioError | None:
+    try:
+        _check_entry(text, spec, base, limits, budget)
+    except ScenarioError as exc:
+        return exc
+    return None
+
+
+def _check_entry(
+    text: str, spec: VarySpec, base: LoadedScenario, limits: ScenarioLimits, budget: list[int]
+) -> None:
+    where, document = base.where, base.data
+    loc: tuple[Part, ...] = ("vary", text)
+    parts = parse_path(text)
+    if parts is None:
+        raise where.error(
+            loc,
+            f"bad path {describe(text)}",
+            expected="dotted keys, [n] for list items, e.g. agents.worker.policy.echo.delay",
+        )
+    _walk(document, parts, text, loc, where)
+    _bounds(spec, loc, where, limits)
+    samples = _samples(spec)
+    size = _size(document) + _largest_draw(spec)
+    cost = len(samples) * size
+    if cost > budget[0]:
+        raise where.error(
+            loc,
+            f"checking its {len(samples):,} draws validates {len(samples):,} copies of a "
+            f"{size:,}-value document ({cost:,} values); {budget[0]:,} of the file's "
+            f"{limits.max_vary_values:,} are left",
+            expected="fewer one_of choices, or a smaller document "
+            "(ScenarioLimits.max_vary_values sets the bound)",
+        )
+    budget[0] -= cost
+    for value in samples:
+        drawn = copy.deepcopy(document)
+        apply_draw(drawn, parts, copy.deepcopy(value))
+        try:
+            concrete(base, drawn, limits)
+        except ScenarioError as exc:
+            if exc.location == format_location(parts) and "unknown key" in exc.problem:
+                raise where.error(
+                    loc, f"unknown path {text}: {exc.problem}", expected=exc.expected
+                ) from None
+            inner = f"{exc.location}: " if exc.location else ""
             raise where.error(
                 loc,
-                f"bad path {describe(text)}",
-                expected="dotted keys, [n] for list items, e.g. agents.worker.policy.echo.delay",
-            )
-        _walk(document, parts, text, loc, where)
-        for value in _samples(spec):
-            drawn = copy.deepcopy(document)
-            apply_draw(drawn, parts, copy.deepcopy(value))
-            try:
-                concrete(base, drawn)
-            except ScenarioError as exc:
-                if exc.location == format_location(parts) and "unknown key" in exc.problem:
-                    raise where.error(
-                        loc, f"unknown path {text}: {exc.problem}", expected=exc.expected
-                    ) from None
-                inner = f"{exc.location}: " if exc.location else ""
-                raise where.error(
-                    loc,
-                    f"the draw {text} = {describe(value)} gives an invalid scenario: "
-                    f"{inner}{exc.problem}",
-                    expected=exc.expected,
-                ) from None
+                f"the draw {text} = {describe(value)} gives an invalid scenario: "
+                f"{inner}{exc.problem}",
+                expected=exc.expected,
+            ) from None

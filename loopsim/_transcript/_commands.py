@@ -11,13 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import LoopsimError, TranscriptError
-from ._diff import diff_transcripts
 from ._mermaid import render_mermaid, render_timeline
 from ._model import Transcript, read_transcript
 from ._render import render_text
+from ._verdict import Replayed, ReplayVerdict, compare_replay
 
 __all__ = [
     "FORMATS",
+    "ReplayVerdict",
+    "Replayed",
     "Rerun",
     "add_replay_parser",
     "add_show_parser",
@@ -36,8 +38,9 @@ FORMATS: dict[str, Callable[[Transcript], str]] = {
     "timeline": render_timeline,
 }
 
-#: Re-runs the program a transcript recorded and returns the new transcript.
-Rerun = Callable[[Transcript], Transcript]
+#: Re-runs the program a transcript recorded and returns the new transcript (or what the
+#: re-run produced, with the error that stopped it).
+Rerun = Callable[[Transcript], "Transcript | Replayed"]
 
 
 def _read(path: str) -> Transcript | None:
@@ -69,6 +72,12 @@ def add_show_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="show only the first N events (a last line or note says how many were left out)",
     )
     parser.add_argument(
+        "--absolute-times",
+        action="store_true",
+        help="text: show the virtual time since the start on every line instead of the "
+        "seconds since the previous event",
+    )
+    parser.add_argument(
         "--no-fold",
         action="store_true",
         help="mermaid: draw repeated timed-out waits and alike iterations one by one",
@@ -95,7 +104,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if limit is not None and limit < len(transcript.events):
         left_out = len(transcript.events) - limit
         transcript = transcript.model_copy(update={"events": transcript.events[:limit]})
-    sys.stdout.write(FORMATS[chosen](transcript))
+    if chosen == "text" and getattr(args, "absolute_times", False):
+        sys.stdout.write(render_text(transcript, times="absolute"))
+    else:
+        sys.stdout.write(FORMATS[chosen](transcript))
     if left_out:
         mark = "#" if chosen == "text" else "%%"
         sys.stdout.write(f"{mark} ... {left_out} more event(s) not shown (--max-events {limit})\n")
@@ -106,9 +118,11 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``replay TRANSCRIPT [--scenario FILE]``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "replay",
-        help="re-run a recorded transcript and report the first divergence",
-        description="Re-run the program that recorded TRANSCRIPT and compare: prints "
-        "'identical' or the first divergent event (exit code 1).",
+        help="re-run a recorded transcript and report what was compared and any divergence",
+        description="Re-run the program that recorded TRANSCRIPT with every model call "
+        "answered from the recording, and compare what the code under test did: prints "
+        "'identical: ...' with what was compared, or 'diverged: ...' with each divergence "
+        "and the first divergent event (exit code 1).",
     )
     parser.add_argument("transcript", metavar="TRANSCRIPT", help="a *.transcript.json file")
     parser.add_argument(
@@ -122,7 +136,9 @@ def cmd_replay(args: argparse.Namespace, *, rerun: Rerun | None = None) -> int:
     """Re-run and compare: 0 identical, 1 diverged, 2 unreadable or nothing to re-run with.
 
     ``rerun`` (or ``args.rerun``, set by whoever wires the CLI) re-runs the recorded
-    program and returns its new transcript; the scenario runner provides it.
+    program and returns its new transcript, or a :class:`Replayed` (the live transcript,
+    the error that stopped it, a fresh run for model-side notes); the scenario runner
+    provides it. The report says what was compared (see :class:`ReplayVerdict`).
     """
     transcript = _read(args.transcript)
     if transcript is None:
@@ -135,14 +151,10 @@ def cmd_replay(args: argparse.Namespace, *, rerun: Rerun | None = None) -> int:
         )
         return EXIT_UNREADABLE
     try:
-        live = rerun(transcript)
+        live: Transcript | Replayed = rerun(transcript)
     except LoopsimError as exc:
         # A strict replay stops at the first request that differs: that is a divergence.
-        print(f"diverged: {exc}")  # noqa: T201 - CLI output
-        return EXIT_DIVERGED
-    divergence = diff_transcripts(transcript, live)
-    if divergence is None:
-        print("identical")  # noqa: T201 - CLI output
-        return EXIT_OK
-    sys.stdout.write(divergence.text)
-    return EXIT_DIVERGED
+        live = Replayed(None, error=exc)
+    verdict = compare_replay(transcript, live)
+    sys.stdout.write(verdict.text)
+    return EXIT_OK if verdict.identical else EXIT_DIVERGED

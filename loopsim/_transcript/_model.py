@@ -4,12 +4,16 @@ File layout (one JSON object, keys in this order, ``\\n`` line ends, 2-space ind
 
     {
       "format": "loopsim.transcript",
-      "version": 1,
+      "version": 2,
       "scenario": "...", "seed": 0, "backend": "asyncio", "loopsim_version": "0.1.0",
       "events": [{"seq": 1, "time": 0.0, "kind": "model_request", "data": {...}}, ...]
     }
 
-``data`` holds JSON values only (messages as ``Message.model_dump(mode="json")``).
+``data`` holds JSON values only (messages as ``Message.model_dump(mode="json")``). In
+version 2 a ``model_request`` writes each message once: earlier ones are references (see
+``_codec``); in memory every request holds its full message list. Version 1 files (every
+request in full) are still read; other versions raise :class:`~loopsim.TranscriptError`.
+Every event of a known kind is checked against its model (``_kinds``) when read.
 """
 
 from __future__ import annotations
@@ -17,28 +21,35 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._clients._recording import RecordedTurn
+from .._clients._secrets import Redactor
 from .._errors import TranscriptError
 from .._files import write_atomic
 from .._version import __version__
+from ._codec import RefError, TranscriptLimits, decode_messages, encode_events, max_depth_problem
+from ._kinds import check_data, check_messages
 
 __all__ = [
     "FORMAT",
+    "READS",
     "VERSION",
     "Transcript",
     "TranscriptEvent",
+    "TranscriptLimits",
     "read_transcript",
     "write_transcript",
 ]
 
 FORMAT = "loopsim.transcript"
-VERSION = 1
+VERSION = 2
+#: The format versions this loopsim reads.
+READS = (1, 2)
 
 
 class TranscriptEvent(BaseModel):
@@ -97,12 +108,39 @@ class Transcript(BaseModel):
         }
 
     def to_json(self) -> str:
-        """The file text: stable key order, 2-space indent, UTF-8 kept, ending in ``\\n``."""
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        """The file text (format version 2): stable key order, 2-space indent, UTF-8 kept,
+        ending in ``\\n``; each message written once (requests refer to earlier ones)."""
+        body = {
+            "format": self.format,
+            "version": VERSION,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "backend": self.backend,
+            "loopsim_version": self.loopsim_version,
+            "events": encode_events(self.events),
+        }
+        return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, path: str | Path | None = None) -> Transcript:
-        """Parse and check a transcript; :class:`~loopsim.TranscriptError` says what is wrong."""
+    def from_json(
+        cls,
+        text: str | bytes,
+        *,
+        path: str | Path | None = None,
+        limits: TranscriptLimits | None = None,
+    ) -> Transcript:
+        """Parse and check a transcript; :class:`~loopsim.TranscriptError` says what is wrong.
+
+        Reads format versions 1 and 2. ``limits`` bounds size, nesting and resolved
+        messages (see :class:`TranscriptLimits`); the defaults fit any run loopsim records.
+        """
+        limits = limits or TranscriptLimits()
+        if len(text) > limits.max_bytes:
+            raise TranscriptError(
+                f"the file is {len(text):,} bytes, more than the {limits.max_bytes:,} "
+                "read by default (pass limits=TranscriptLimits(max_bytes=...) to read it)",
+                path=path,
+            )
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
@@ -111,47 +149,74 @@ class Transcript(BaseModel):
         if not text.strip():
             raise TranscriptError("the file is empty (an interrupted write?)", path=path)
         try:
-            raw = json.loads(text)
+            raw = json.loads(text, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise TranscriptError(
                 f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
                 "(truncated or corrupted file?)",
                 path=path,
             ) from None
-        return cls.from_dict(raw, path=path)
+        except RecursionError:
+            raise TranscriptError(
+                f"JSON nested deeper than {limits.max_depth} levels", path=path
+            ) from None
+        except ValueError as exc:  # NaN / Infinity, or an integer too long to read
+            raise TranscriptError(f"not valid JSON: {exc}", path=path) from None
+        return cls.from_dict(raw, path=path, limits=limits)
 
     @classmethod
-    def from_dict(cls, raw: Any, *, path: str | Path | None = None) -> Transcript:
+    def from_dict(
+        cls, raw: Any, *, path: str | Path | None = None, limits: TranscriptLimits | None = None
+    ) -> Transcript:
         """Check and build a transcript from its JSON form (see :meth:`from_json`)."""
+        limits = limits or TranscriptLimits()
         if not isinstance(raw, dict):
             raise TranscriptError(
                 f"expected a JSON object at the top, got {type(raw).__name__}", path=path
             )
         if raw.get("format") != FORMAT:
             raise TranscriptError(
-                f"not a loopsim transcript: 'format' is {raw.get('format')!r}, expected {FORMAT!r}",
+                f"not a loopsim transcript: 'format' is {_short(raw.get('format'))}, "
+                f"expected {FORMAT!r}",
                 path=path,
             )
         version = raw.get("version")
         if isinstance(version, bool) or not isinstance(version, int):
-            raise TranscriptError(f"'version' must be an integer, got {version!r}", path=path)
+            raise TranscriptError(f"'version' must be an integer, got {_short(version)}", path=path)
         if version > VERSION:
+            written_by = raw.get("loopsim_version")
+            # name the writer only when that says something ("written by 0.1.0" next to
+            # "this loopsim (0.1.0)" helps nobody)
+            by = (
+                f" (it says loopsim {_short(written_by)} wrote it)"
+                if written_by and written_by != __version__
+                else ""
+            )
             raise TranscriptError(
-                f"transcript version {version} was written by a newer loopsim "
-                f"({raw.get('loopsim_version')}); this loopsim ({__version__}) reads "
-                f"version {VERSION}: upgrade loopsim",
+                f"transcript format version {version} is newer than this loopsim "
+                f"({__version__}) can read{by}; it reads versions {', '.join(map(str, READS))}: "
+                "upgrade loopsim",
                 path=path,
             )
-        if version < 1:
-            raise TranscriptError(f"unknown transcript version {version}", path=path)
+        if version not in READS:
+            raise TranscriptError(
+                f"unknown transcript format version {version} (this loopsim reads "
+                f"{', '.join(map(str, READS))})",
+                path=path,
+            )
+        deep = max_depth_problem(raw, limits.max_depth)
+        if deep is not None:
+            raise TranscriptError(deep, path=path)
         try:
-            return cls.model_validate(raw)
+            return _build(cls, raw, version, limits)
         except ValidationError as exc:
             problems = "; ".join(f"{_dotted(err['loc'])}: {err['msg']}" for err in exc.errors()[:5])
             more = exc.error_count() - 5
             if more > 0:
                 problems += f"; and {more} more"
             raise TranscriptError(f"invalid transcript: {problems}", path=path) from None
+        except _EventError as exc:
+            raise TranscriptError(f"invalid transcript: {exc}", path=path) from None
 
     @classmethod
     def from_turns(
@@ -176,7 +241,12 @@ class Transcript(BaseModel):
                     turn.request_time,
                     2 * order,
                     "model_request",
-                    {**base, "messages": turn.messages, "tools": turn.tools},
+                    {
+                        **base,
+                        "messages": turn.messages,
+                        "tools": turn.tools,
+                        "instructions": turn.instructions,
+                    },
                 )
             )
             if turn.response is not None:
@@ -218,24 +288,128 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out or "<top>"
 
 
-def write_transcript(path: str | os.PathLike[str], transcript: Transcript) -> Path:
+def write_transcript(
+    path: str | os.PathLike[str],
+    transcript: Transcript,
+    *,
+    secret_patterns: Sequence[str] = (),
+) -> Path:
     """Write ``transcript`` to ``path`` atomically and return the path.
 
-    The text is built first, written to a temporary file in the same directory, flushed
-    to disk and renamed over ``path`` (``os.replace``), so a crash at any point leaves
-    either the old file or the new one, never a torn one.
+    The text is built first and scanned for secret-looking text (API keys, bearer
+    tokens, ``Authorization`` values: :data:`~loopsim._clients._secrets.DEFAULT_SECRET_PATTERNS`,
+    plus ``secret_patterns``); a match refuses the write with a
+    :class:`~loopsim.TranscriptError` and nothing is written. Then it goes to a temporary
+    file in the same directory, flushed to disk and renamed over ``path``
+    (``os.replace``), so a crash at any point leaves either the old file or the new one.
     """
-    return write_atomic(path, transcript.to_json())
+    text = transcript.to_json()
+    found = Redactor(patterns=secret_patterns).find(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise TranscriptError(
+            f"refusing to write: line {line} holds what looks like a secret "
+            f"({found.group()[:3]}... matches a secret pattern); redact it when recording "
+            "(RecordingChatClient(secrets=..., secret_patterns=...)) or remove it",
+            path=Path(path),
+        )
+    return write_atomic(path, text)
 
 
-def read_transcript(path: str | os.PathLike[str]) -> Transcript:
+def read_transcript(
+    path: str | os.PathLike[str], *, limits: TranscriptLimits | None = None
+) -> Transcript:
     """Read a transcript file; raises :class:`~loopsim.TranscriptError` saying what is wrong.
 
-    A missing or unreadable file raises the ``OSError`` as is.
+    Reads format versions 1 and 2. ``limits`` (a :class:`TranscriptLimits`) bounds the file size,
+    the nesting depth and the messages requests may hold. A missing or unreadable file
+    raises the ``OSError`` as is.
     """
     source = Path(path)
-    return Transcript.from_json(source.read_bytes(), path=source)
+    limits = limits or TranscriptLimits()
+    size = source.stat().st_size
+    if size > limits.max_bytes:
+        raise TranscriptError(
+            f"the file is {size:,} bytes, more than the {limits.max_bytes:,} read by "
+            "default (pass limits=TranscriptLimits(max_bytes=...) to read it)",
+            path=source,
+        )
+    return Transcript.from_json(source.read_bytes(), path=source, limits=limits)
 
 
 def _finite(value: float) -> bool:
     return math.isfinite(value)
+
+
+class _EventError(ValueError):
+    """One event of a file is malformed (the message says which and where)."""
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _no_constant(name: str) -> Any:
+    msg = f"{name} is not a JSON number (virtual times and data must be finite)"
+    raise ValueError(msg)
+
+
+_MESSAGE_KINDS = frozenset({"model_request", "model_response"})
+
+
+def _build(
+    cls: type[Transcript], raw: dict[str, Any], version: int, limits: TranscriptLimits
+) -> Transcript:
+    items = raw.get("events", [])
+    if not isinstance(items, list):
+        msg = f"events: expected a list, got {type(items).__name__}"
+        raise _EventError(msg)
+    shell = cls.model_validate({**{k: v for k, v in raw.items() if k != "events"}, "events": []})
+    state: dict[str, Any] = {"known": {}, "version": version, "budget": [limits.max_messages]}
+    events: list[TranscriptEvent] = []
+    for index, item in enumerate(items):
+        where = f"events[{index}]"
+        try:
+            event = TranscriptEvent.model_validate(item)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = tuple(err["loc"])
+            msg = f"{where}{'.' + _dotted(loc) if loc else ''}: {err['msg']}"
+            raise _EventError(msg) from None
+        events.append(_checked(event, f"{where} (seq {event.seq}, {event.kind})", state))
+        if state["budget"][0] < 0:
+            msg = (
+                f"{where}: the requests hold more than {limits.max_messages:,} messages "
+                "in all (pass limits=TranscriptLimits(max_messages=...) to read it)"
+            )
+            raise _EventError(msg)
+    shell.events = events
+    shell.version = VERSION
+    return shell
+
+
+def _checked(event: TranscriptEvent, where: str, state: dict[str, Any]) -> TranscriptEvent:
+    kind, data = event.kind, event.data
+    if kind in _MESSAGE_KINDS:
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            got = "nothing" if messages is None else type(messages).__name__
+            msg = f"{where}: data.messages: expected a list of messages, got {got}"
+            raise _EventError(msg)
+        refs = kind == "model_request" and state["version"] >= 2
+        problem = check_messages(messages, "data.messages", skip_refs=refs)
+        if problem is not None:
+            raise _EventError(f"{where}: {problem}")
+        try:
+            data = decode_messages(kind, event.seq, data, "data", state)
+        except RefError as exc:
+            raise _EventError(f"{where}: {exc}") from None
+    problem = check_data(kind, {k: v for k, v in data.items() if k != "messages"})
+    if problem is not None:
+        raise _EventError(f"{where}: {problem}")
+    if data is event.data:
+        return event
+    return TranscriptEvent.model_construct(
+        seq=event.seq, time=event.time, kind=event.kind, data=data
+    )

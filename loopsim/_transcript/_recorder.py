@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import operator
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from typing_extensions import Self
 
+from .._clients._secrets import SECRETS_RESOURCE, Redactor
 from .._messages import Message
 from .._trace import Event, Trace
 from ._model import Transcript, TranscriptEvent
@@ -98,6 +100,7 @@ class Recorder:
         self.backend = backend
         self._events: list[TranscriptEvent] = []
         self._dumped: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._requests: dict[tuple[Any, Any], tuple[list[Any], list[Any]]] = {}
         self._unsubscribe: Callable[[], None] | None = self.trace.subscribe(self._on_event)
 
     def close(self) -> None:
@@ -124,12 +127,22 @@ class Recorder:
 
     @property
     def transcript(self) -> Transcript:
-        """The transcript recorded so far."""
+        """The transcript recorded so far (secrets a recording client registered redacted)."""
+        events = list(self._events)
+        redactor = self.trace.resources.get(SECRETS_RESOURCE)
+        if isinstance(redactor, Redactor):
+            memo: dict[int, Any] = {}  # shared messages stay shared (written once)
+            events = [
+                TranscriptEvent.model_construct(
+                    seq=e.seq, time=e.time, kind=e.kind, data=redactor.redact(e.data, memo)
+                )
+                for e in events
+            ]
         return Transcript(
             scenario=self.scenario,
             seed=self.seed,
             backend=self.backend,
-            events=list(self._events),
+            events=events,
         )
 
     def _dump(self, message: Message) -> dict[str, Any]:
@@ -152,10 +165,37 @@ class Recorder:
             return value.model_dump(mode="json")
         return jsonable(value)
 
+    def _request(self, data: dict[str, Any]) -> list[Any]:
+        # A request resends the whole history: reuse the dumps of the previous request of
+        # the same agent and session when it is a prefix (checked by identity, at C
+        # speed), so recording a long loop costs what is new in each request.
+        value = data["messages"]
+        as_list = getattr(value, "as_list", None)
+        items: list[Any] = as_list() if callable(as_list) else list(value)
+        key = (data.get("agent"), data.get("session"))
+        previous = self._requests.get(key)
+        dumps: list[Any]
+        if (
+            previous is not None
+            and len(previous[0]) <= len(items)
+            and all(map(operator.is_, previous[0], items))
+        ):
+            dumps = previous[1] + [self._convert(m) for m in items[len(previous[0]) :]]
+        else:
+            dumps = [self._convert(m) for m in items]
+        self._requests[key] = (items, dumps)
+        return dumps
+
     def _on_event(self, event: Event) -> None:
         if self.backend is None:
             self.backend = _current_backend()
-        data = {key: self._convert(value) for key, value in event.data.items()}
+        if event.kind == "model_request" and isinstance(event.data.get("messages"), Sequence):
+            data = {
+                key: self._request(event.data) if key == "messages" else self._convert(value)
+                for key, value in event.data.items()
+            }
+        else:
+            data = {key: self._convert(value) for key, value in event.data.items()}
         self._events.append(
             TranscriptEvent.model_construct(
                 seq=len(self._events) + 1, time=float(event.time), kind=event.kind, data=data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._clients._recording import message_summary
 from .._clients._replay import comparable_message
@@ -129,32 +129,73 @@ def _num(value: Any) -> str:
     return str(value)
 
 
-def _lines(transcript: Transcript, max_text: int | None) -> Iterator[str]:
+#: ``render_text(times=...)``: seconds since the previous event, or since the start.
+TextTimes = Literal["delta", "absolute"]
+_DELTA_WIDTH = 9  # "+86400.5s"
+
+
+def _delta(seconds: float) -> str:
+    """``+30s``, ``+0.25s``; blank when no virtual time passed (at millisecond precision)."""
+    text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+    if text in ("0", "-0"):
+        return " " * _DELTA_WIDTH
+    return f"+{text}s".ljust(_DELTA_WIDTH)
+
+
+def _lines(transcript: Transcript, max_text: int | None, times: TextTimes) -> Iterator[str]:
     tails = _RequestTails()
+    previous = 0.0
     for event in transcript.events:
-        details = describe_event(event, tails, max_text=max_text)
-        line = f"t={event.time:9.3f}  {event.kind:<{_KIND_WIDTH}}  {details}"
-        yield line.rstrip()
+        if times == "absolute":
+            stamp = f"t={event.time:9.3f}"
+            details = describe_event(event, tails, max_text=max_text)
+        else:
+            stamp = _delta(event.time - previous)
+            # the jump's size is the time column; its ends are absolute times, left out
+            # so that a timing change touches only the lines where time passes differently
+            details = (
+                ""
+                if event.kind == "clock_jump"
+                else describe_event(event, tails, max_text=max_text)
+            )
+        previous = event.time
+        yield f"{stamp}  {event.kind:<{_KIND_WIDTH}}  {details}".rstrip()
 
 
-def render_text(transcript: Transcript, *, max_text: int | None = None) -> str:
-    """One line per event, virtual time first; a header line names the run.
+def render_text(
+    transcript: Transcript, *, max_text: int | None = None, times: TextTimes = "delta"
+) -> str:
+    """One line per event, the time first; a header line names the run.
 
-    A ``model_request`` shows only what is new for that agent and session since its
-    last turn (``(+N earlier)`` counts the rest); tools are listed when they change.
-    ``max_text`` clips long texts (None keeps them whole, as snapshots need).
+    The time column is the virtual time that passed since the previous event (``+30s``,
+    blank when none did), so that changing one delay changes only the lines where time
+    passes differently, not every later line; ``times="absolute"`` shows the virtual
+    time since the start instead (``t=   30.000``). A ``model_request`` shows only what
+    is new for that agent and session since its last turn (``(+N earlier)`` counts the
+    rest); tools are listed when they change. ``max_text`` clips long texts (None keeps
+    them whole, as snapshots need).
 
     Example:
         >>> import loopsim
-        >>> agent = loopsim.Agent(loopsim.ScriptedChatClient(["hi"]), name="a")
-        >>> print(loopsim.render_text(loopsim.record(agent.run, "hello", seed=3)[1]), end="")
-        # loopsim transcript: scenario=None seed=3 backend=asyncio events=3
-        t=    0.000  session_created       a  session-0001
-        t=    0.000  model_request         a  session-0001  user: "hello"
-        t=    0.000  model_response        a  session-0001  assistant: "hi"
+        >>> client = loopsim.ScriptedChatClient([loopsim.Turn("hi", delay=2)])
+        >>> agent = loopsim.Agent(client, name="a")
+        >>> transcript = loopsim.record(agent.run, "hello", seed=3)[1]
+        >>> print(loopsim.render_text(transcript), end="")
+        # loopsim transcript: scenario=None seed=3 backend=asyncio events=4 times=since-previous
+                   session_created       a  session-0001
+                   model_request         a  session-0001  user: "hello"
+        +2s        clock_jump
+                   model_response        a  session-0001  assistant: "hi"
+        >>> print(loopsim.render_text(transcript, times="absolute").splitlines()[3])
+        t=    2.000  clock_jump            0.000 -> 2.000
     """
     header = (
         f"# loopsim transcript: scenario={transcript.scenario} seed={transcript.seed} "
         f"backend={transcript.backend} events={len(transcript.events)}"
     )
-    return "\n".join([header, *_lines(transcript, max_text)]) + "\n"
+    if times == "delta":
+        header += " times=since-previous"
+    elif times != "absolute":
+        msg = f"render_text: times must be 'delta' or 'absolute', got {times!r}"
+        raise ValueError(msg)
+    return "\n".join([header, *_lines(transcript, max_text, times)]) + "\n"

@@ -1,4 +1,4 @@
-"""``expect: {transcript: snapshot}`` and ``--loopsim-update-snapshots``."""
+"""``expect: {transcript: snapshot}`` and ``--snapshot-update``."""
 
 from __future__ import annotations
 
@@ -34,14 +34,16 @@ def test_missing_snapshot_fails_and_says_how_to_create_it(
     result.stdout.fnmatch_lines(
         ["*expect.transcript: no transcript snapshot at *completion_marker.transcript.txt*"]
     )
-    assert "--loopsim-update-snapshots" in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*create it by running this scenario once with --snapshot-update*"]
+    )
     assert not _snapshot(pytester).exists()
 
 
 def test_update_option_writes_the_shipped_snapshot_then_it_passes(
     pytester: pytest.Pytester, scenario: Path
 ) -> None:
-    pytester.runpytest("--loopsim-update-snapshots").assert_outcomes(passed=1)
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     written = _snapshot(pytester).read_text(encoding="utf-8")
     shipped = (SCENARIOS / "__snapshots__" / "completion_marker.transcript.txt").read_text(
         encoding="utf-8"
@@ -53,7 +55,7 @@ def test_update_option_writes_the_shipped_snapshot_then_it_passes(
 
 
 def test_changed_behaviour_shows_a_diff(pytester: pytest.Pytester, scenario: Path) -> None:
-    pytester.runpytest("--loopsim-update-snapshots").assert_outcomes(passed=1)
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     scenario.write_text(
         scenario.read_text(encoding="utf-8").replace("a first draft", "a rough draft"),
         encoding="utf-8",
@@ -65,8 +67,8 @@ def test_changed_behaviour_shows_a_diff(pytester: pytest.Pytester, scenario: Pat
             "*expect.transcript: the transcript differs from its snapshot*",
             "*--- *completion_marker.transcript.txt (snapshot)",
             "*+++ this run",
-            '*-t=   20.000  model_response        writer  session-0001  assistant: "a first draft"',
-            '*+t=   20.000  model_response        writer  session-0001  assistant: "a rough draft"',
+            '*-           model_response        writer  session-0001  assistant: "a first draft"',
+            '*+           model_response        writer  session-0001  assistant: "a rough draft"',
         ]
     )
     before = _snapshot(pytester).read_text(encoding="utf-8")

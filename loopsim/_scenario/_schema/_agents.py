@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import (
@@ -33,18 +34,40 @@ class UsageSpec(StrictModel):
     reasoning_tokens: Count | None = None
 
 
+def _json_data(value: Any) -> Any:
+    """Tool arguments and results are JSON data: no NaN or infinity (JSON has none, and a
+    NaN equals nothing, not even its own replay)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise PydanticCustomError(
+                "json_data",
+                "expected JSON data, got {got} in it (JSON has no NaN or infinity)",
+                {"got": describe(item)},
+            )
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return value
+
+
+JsonData = Annotated[Any, AfterValidator(_json_data)]
+
+
 class ToolCallSpec(StrictModel):
     """A function call the scripted model makes."""
 
     name: Name
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, JsonData] = Field(default_factory=dict)
     call_id: Name | None = None
 
 
 class ToolSpec(StrictModel):
     """A tool an agent offers: what it returns (or the error it raises), and approval."""
 
-    result: Any = "ok"
+    result: JsonData = "ok"
     error: Text | None = None
     approval_required: Flag = False
     description: Text = ""

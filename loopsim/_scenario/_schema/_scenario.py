@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ._agents import AgentSpec, ParentSpec
 from ._base import Backend, Count, Engine, Flag, Name, StrictModel, Text
@@ -69,6 +71,20 @@ class Scenario(StrictModel):
     strict: Flag = False
     #: bounds of a run: virtual time, real time (the watchdog), one evaluator call
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # The name labels reports and test ids (and file names, made safe separately).
+        if value is not None and any(unicodedata.category(c) == "Cc" for c in value):
+            bad = next(c for c in value if unicodedata.category(c) == "Cc")
+            raise PydanticCustomError(
+                "name_text",
+                "expected a name of printable text on one line; it holds the control "
+                "character U+{code}",
+                {"code": f"{ord(bad):04X}"},
+            )
+        return value
 
     def agent(self, name: str) -> AgentSpec:
         """The agent spec named ``name`` (exact spelling)."""

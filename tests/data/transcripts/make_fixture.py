@@ -1,4 +1,5 @@
-"""Regenerates loop_background.transcript.json (run from the repo root; review the diff).
+"""Regenerates loop_background.transcript.json and its text rendering loop_background.txt
+(run from the repo root; review the diff).
 
 The fixture is committed: the rendering tests read the file, not this program, so they
 pin the renderers even when the loop or the provider change.
@@ -72,4 +73,6 @@ async def main() -> str:
 if __name__ == "__main__":
     _, transcript = loopsim.record(main, scenario="loop_background", seed=7)
     loopsim.write_transcript(HERE / "loop_background.transcript.json", transcript)
-    print(loopsim.render_text(transcript))  # noqa: T201 - a maintenance script
+    text = loopsim.render_text(transcript)
+    (HERE / "loop_background.txt").write_text(text, encoding="utf-8")
+    print(text, end="")  # noqa: T201 - a maintenance script

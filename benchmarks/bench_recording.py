@@ -1,0 +1,98 @@
+"""Recording cost: a LoopAgent with a completion marker, recorded through ``loopsim.record``.
+
+Each run answers ``step k`` until the last iteration says ``DONE`` (10, 100, 1,000
+iterations); the transcript is recorded and written out (``Transcript.to_json``, format
+version 2). Rows: bytes per iteration, time per iteration to record + write, and the
+growth of both from the smallest to the largest run (targets: bytes <= 1.2x, time <= 2x;
+version 1, which wrote every request in full, grew quadratically: 4.4 KB -> 128 KB per
+iteration from 10 to 400 iterations). Reading the file back is shown for reference.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import loopsim
+from loopsim import CompletionMarkerLoopEvaluator, LoopAgent, LoopAgentOptions
+
+try:  # run as a script (python benchmarks/run.py) or as a package module
+    from _common import Row
+except ImportError:  # pragma: no cover
+    from benchmarks._common import Row
+
+SIZES = (10, 100, 1000)
+
+
+def _loop(iterations: int) -> LoopAgent:
+    script = [f"step {i}" for i in range(1, iterations)] + [f"step {iterations} DONE"]
+    return LoopAgent(
+        loopsim.Agent(loopsim.ScriptedChatClient(script), name="worker"),
+        CompletionMarkerLoopEvaluator("DONE"),
+        LoopAgentOptions(max_iterations=iterations),
+    )
+
+
+def once(iterations: int) -> tuple[float, float, int]:
+    """(record + write seconds, read seconds, bytes) of one recorded run."""
+    agent = _loop(iterations)
+    gc.collect()
+    began = time.perf_counter()
+    _, transcript = loopsim.record(agent.run, "go")
+    text = transcript.to_json()
+    recorded = time.perf_counter() - began
+    began = time.perf_counter()
+    loopsim.Transcript.from_json(text)
+    return recorded, time.perf_counter() - began, len(text.encode("utf-8"))
+
+
+def run(
+    sizes: Sequence[int] = SIZES, *, repeat: int = 5, log: Callable[[str], None] = print
+) -> list[Row]:
+    once(10)  # warm up (imports, first clock)
+    rows: list[Row] = []
+    per: dict[int, tuple[float, float]] = {}
+    for n in sizes:
+        samples = [once(n) for _ in range(repeat if n < 1000 else max(1, repeat // 2))]
+        seconds = statistics.median(s[0] for s in samples)
+        reading = statistics.median(s[1] for s in samples)
+        size = samples[0][2]
+        per[n] = (size / n, seconds / n)
+        log(f"recording n={n}: {size / n / 1024:.2f} KiB/iter, {seconds / n * 1e6:.0f} us/iter")
+        case = f"LoopAgent + completion marker n={n}"
+        rows += [
+            Row("recording", f"{case}: transcript bytes per iteration", size / n, "B/iter"),
+            Row("recording", f"{case}: record + write per iteration", seconds / n * 1e6, "us/iter"),
+            Row("recording", f"{case}: read per iteration", reading / n * 1e6, "us/iter"),
+        ]
+    small, large = min(sizes), max(sizes)
+    if small != large:
+        bytes_growth = per[large][0] / per[small][0]
+        time_growth = per[large][1] / per[small][1]
+        span = f"{small}->{large}"
+        rows += [
+            Row(
+                "recording",
+                f"bytes per iteration growth {span}",
+                bytes_growth,
+                "x",
+                target="<= 1.2x",
+                met=bytes_growth <= 1.2,
+            ),
+            Row(
+                "recording",
+                f"record + write time per iteration growth {span}",
+                time_growth,
+                "x",
+                target="<= 2x",
+                met=time_growth <= 2,
+            ),
+        ]
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)
