@@ -50,13 +50,17 @@ from ._clients import Turn as Turn
 from ._clock import VirtualClock as VirtualClock
 from ._clock import simulate as simulate
 from ._errors import LoopsimError as LoopsimError
+from ._errors import RealTimeLimitError as RealTimeLimitError
 from ._errors import ReplayedModelError as ReplayedModelError
 from ._errors import ReplayMismatchError as ReplayMismatchError
 from ._errors import ScenarioError as ScenarioError
 from ._errors import ScriptExhaustedError as ScriptExhaustedError
 from ._errors import SimulationDeadlock as SimulationDeadlock
 from ._errors import SimulationError as SimulationError
+from ._errors import SimulationLimitError as SimulationLimitError
 from ._errors import TranscriptError as TranscriptError
+from ._errors import UserCodeAbortError as UserCodeAbortError
+from ._errors import VirtualTimeLimitError as VirtualTimeLimitError
 from ._harness import HarnessAgent as HarnessAgent
 from ._harness import NotSimulatedWarning as NotSimulatedWarning
 from ._harness import create_harness_agent as create_harness_agent
@@ -166,6 +170,7 @@ __all__ = [
     "MiddlewareTermination",
     "NotSimulatedWarning",
     "RealTimeChatClient",
+    "RealTimeLimitError",
     "RecordedTurn",
     "Recorder",
     "RecordingChatClient",
@@ -183,6 +188,7 @@ __all__ = [
     "SessionContext",
     "SimulationDeadlock",
     "SimulationError",
+    "SimulationLimitError",
     "SupportsAgentRun",
     "TextContent",
     "TodoCompletionLoopEvaluator",
@@ -196,7 +202,9 @@ __all__ = [
     "UriContent",
     "Usage",
     "UsageContent",
+    "UserCodeAbortError",
     "VirtualClock",
+    "VirtualTimeLimitError",
     "__version__",
     "background_tasks_running",
     "background_tasks_running_message",

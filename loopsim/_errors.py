@@ -5,7 +5,11 @@ LoopsimError(Exception)
 ├── ScenarioError(LoopsimError, ValueError)        file, line, field path, expected
 ├── SimulationError(LoopsimError, RuntimeError)    .virtual_time, .seed
 │   ├── ScriptExhaustedError                       client, turn, last request
-│   └── SimulationDeadlock                         what each task waits on
+│   ├── SimulationDeadlock                         what each task waits on
+│   ├── SimulationLimitError                       .limit, .value, what each task waits on
+│   │   ├── VirtualTimeLimitError                  virtual-time budget / wall-clock range
+│   │   └── RealTimeLimitError                     the real-time watchdog
+│   └── UserCodeAbortError                              a BaseException from user code, .origin
 ├── ReplayMismatchError(LoopsimError, AssertionError)  first divergent event, both sides
 ├── ReplayedModelError(LoopsimError, RuntimeError)  a recorded model failure, raised again
 └── TranscriptError(LoopsimError, ValueError)      unreadable / wrong version
@@ -24,13 +28,17 @@ from typing import Any
 
 __all__ = [
     "LoopsimError",
+    "RealTimeLimitError",
     "ReplayMismatchError",
     "ReplayedModelError",
     "ScenarioError",
     "ScriptExhaustedError",
     "SimulationDeadlock",
     "SimulationError",
+    "SimulationLimitError",
     "TranscriptError",
+    "UserCodeAbortError",
+    "VirtualTimeLimitError",
 ]
 
 
@@ -186,6 +194,82 @@ class SimulationDeadlock(SimulationError):  # noqa: N818 - public name fixed by 
         super().__init__(
             "simulation deadlock: every task is waiting, with no deadline, thread or I/O "
             f"that could wake it. Waiting:\n{lines}\n",
+            virtual_time=virtual_time,
+            seed=seed,
+        )
+
+
+class SimulationLimitError(SimulationError):
+    """A run reached one of its limits and was stopped (see ``docs/limits.md``).
+
+    Attributes:
+        limit: which limit: ``"virtual_time"``, ``"wall_clock_range"`` or ``"real_time"``.
+        value: the limit, in seconds (virtual or real, as ``limit`` says).
+        waiting: one line per task still running when the limit was reached: its name,
+            where it is and what it awaits.
+        setting: how to change the limit, in words.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        limit: str,
+        value: float,
+        waiting: Sequence[str] = (),
+        setting: str = "",
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.problem = problem
+        self.limit = limit
+        self.value = value
+        self.waiting = tuple(waiting)
+        self.setting = setting
+        lines = "".join(f"\n  - {w}" for w in self.waiting)
+        running = f" Still running:{lines}" if lines else ""
+        hint = f"\n{setting}" if setting else ""
+        super().__init__(f"{problem}.{running}{hint}\n", virtual_time=virtual_time, seed=seed)
+
+
+class VirtualTimeLimitError(SimulationLimitError):
+    """Virtual time would pass the run's budget, or the range the virtual wall clock can show."""
+
+
+class RealTimeLimitError(SimulationLimitError):
+    """The real-time watchdog stopped a run that took too long in real seconds (a busy loop,
+    a task that swallows cancellation, blocking code)."""
+
+
+class UserCodeAbortError(SimulationError):
+    """User code (an evaluator, a tool, a chat function) raised a ``BaseException`` such as
+    ``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` during a run.
+
+    Where loopsim runs other people's code for a verdict (scenario runs, ``loopsim run``,
+    ``check-evaluator``) such an exception must not end the process or pass for a
+    cancellation: it becomes this error, chained to the original (``__cause__``).
+
+    Attributes:
+        original: the exception user code raised.
+        origin: where it was raised: ``file:line in function``, or None when unknown.
+    """
+
+    def __init__(
+        self,
+        original: BaseException,
+        origin: str | None,
+        *,
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.original = original
+        self.origin = origin
+        where = f" at {origin}" if origin else ""
+        shown = repr(original)
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        super().__init__(
+            f"user code raised {shown}{where}; loopsim stopped the run and reports it as a failure",
             virtual_time=virtual_time,
             seed=seed,
         )

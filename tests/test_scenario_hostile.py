@@ -383,7 +383,10 @@ def test_the_limits_page_gives_the_defaults() -> None:
 
 def test_the_limits_page_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     text = LIMITS_PAGE.read_text(encoding="utf-8")
-    (code,) = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    # the page has examples of other limits too: this is the one about ScenarioLimits
+    (code,) = [
+        c for c in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "ScenarioLimits" in c
+    ]
     monkeypatch.chdir(LIMITS_PAGE.parent.parent)
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/limits.md", "exec"), namespace)  # noqa: S102 - the page's example

@@ -15,8 +15,20 @@ Rules of virtual time (the same on both backends):
 * Deadlines that tie fire in a stable order: the task that went to sleep first wakes
   first, run after run and on both backends.
 * When every task waits for something that can never happen (no deadline, no thread,
-  no watched I/O), the run ends with :class:`~loopsim._errors.SimulationDeadlock`,
-  which lists each waiting task, where it waits and on what.
+  no watched I/O, or only ``anyio.sleep_forever()``), the run ends with
+  :class:`~loopsim._errors.SimulationDeadlock`, which lists each waiting task, where it
+  waits and on what.
+* Any horizon works: virtual time is a float of seconds since the start, exact for
+  sub-microsecond deadlines near 0 and correct up to at least 1e12 s on both backends.
+
+Limits of a run (``docs/limits.md``), each ending it with a
+:class:`~loopsim._errors.SimulationLimitError` that lists what was still running:
+
+* ``virtual_time_limit`` (default None: none): how far one run may move virtual time;
+* ``real_time_limit`` (default :data:`DEFAULT_REAL_TIME_LIMIT`, 60 s): the real-time
+  watchdog, which stops busy loops and tasks that swallow their cancellation;
+* with ``wall_clock=True``, virtual time cannot pass the last instant a ``datetime`` can
+  show (year 9999).
 
 Limits (by design, documented here once): threads are seen through the default
 thread limiter and the asyncio executor hooks, so a thread started with ``threading``
@@ -40,7 +52,7 @@ from loopsim._trace import Trace
 
 from ._session import Session
 
-__all__ = ["DEFAULT_START", "VirtualClock", "current_clock", "simulate"]
+__all__ = ["DEFAULT_REAL_TIME_LIMIT", "DEFAULT_START", "VirtualClock", "current_clock", "simulate"]
 
 T = TypeVar("T")
 
@@ -48,6 +60,9 @@ Backend = Literal["asyncio", "trio"]
 
 #: Where virtual time starts unless told otherwise: a fixed instant, so runs repeat.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: Real seconds a run may take before the watchdog stops it (``real_time_limit``).
+DEFAULT_REAL_TIME_LIMIT = 60.0
+_LAST_INSTANT = datetime.max.replace(tzinfo=timezone.utc)
 
 _current: ContextVar[VirtualClock | None] = ContextVar("loopsim_clock", default=None)
 
@@ -65,7 +80,13 @@ class VirtualClock:
             aware (a naive datetime is ambiguous); it is converted to UTC.
         seed: the seed of the run's :class:`~loopsim._trace.Trace` (its rng).
         wall_clock: make ``datetime.now()``/``time.time()`` follow virtual time inside
-            :meth:`run` (freezegun; costs a few ms per run). ``False`` leaves them real.
+            :meth:`run` (freezegun; costs a few ms per run). ``False`` leaves them real
+            (also while another thread runs a simulation with ``wall_clock=True``).
+        virtual_time_limit: virtual seconds one :meth:`run` may move time by; a run that
+            would jump further ends with ``VirtualTimeLimitError``. None: no limit.
+        real_time_limit: real seconds one :meth:`run` may take; the watchdog then ends
+            it with ``RealTimeLimitError`` (busy loops, swallowed cancellations, blocking
+            code that returns). None: no watchdog.
 
     A clock can run several times, one run at a time (a concurrent second run raises
     ``RuntimeError``); each run continues from the time the previous one ended, so a
@@ -84,7 +105,13 @@ class VirtualClock:
     """
 
     def __init__(
-        self, start: datetime = DEFAULT_START, *, seed: int = 0, wall_clock: bool = True
+        self,
+        start: datetime = DEFAULT_START,
+        *,
+        seed: int = 0,
+        wall_clock: bool = True,
+        virtual_time_limit: float | None = None,
+        real_time_limit: float | None = DEFAULT_REAL_TIME_LIMIT,
     ) -> None:
         if not isinstance(start, datetime):
             msg = f"start must be a datetime, got {type(start).__name__}"
@@ -96,6 +123,8 @@ class VirtualClock:
             )
             raise ValueError(msg)
         self._start = start.astimezone(timezone.utc)
+        self.virtual_time_limit = _limit("virtual_time_limit", virtual_time_limit)
+        self.real_time_limit = _limit("real_time_limit", real_time_limit)
         self._seed = seed
         self._wall_clock = wall_clock
         self._elapsed = 0.0
@@ -105,7 +134,11 @@ class VirtualClock:
         self._running = False
 
     def __repr__(self) -> str:
-        return f"<VirtualClock elapsed={self._elapsed:g}s now={self.now().isoformat()}>"
+        try:
+            now = self.now().isoformat()
+        except OverflowError:
+            now = "past year 9999"
+        return f"<VirtualClock elapsed={self._elapsed:g}s now={now}>"
 
     @property
     def elapsed(self) -> float:
@@ -113,8 +146,20 @@ class VirtualClock:
         return self._elapsed
 
     def now(self) -> datetime:
-        """The virtual wall-clock instant, ``start + elapsed``, aware, in UTC."""
-        return self._start + timedelta(seconds=self._elapsed)
+        """The virtual wall-clock instant, ``start + elapsed``, aware, in UTC.
+
+        Raises:
+            OverflowError: ``start + elapsed`` is past what a ``datetime`` can show
+                (year 9999; only runs with ``wall_clock=False`` get that far).
+        """
+        try:
+            return self._start + timedelta(seconds=self._elapsed)
+        except OverflowError:
+            msg = (
+                f"virtual time t={self._elapsed:g}s is past the last instant a datetime can "
+                f"show ({_LAST_INSTANT.isoformat()}); read clock.elapsed instead"
+            )
+            raise OverflowError(msg) from None
 
     @property
     def start(self) -> datetime:
@@ -147,6 +192,9 @@ class VirtualClock:
 
         Raises:
             SimulationDeadlock: every task waited with nothing able to wake it.
+            VirtualTimeLimitError: the run would move time past ``virtual_time_limit``
+                (or, with ``wall_clock=True``, past year 9999).
+            RealTimeLimitError: the run took longer than ``real_time_limit`` real seconds.
             RuntimeError: this clock is already running.
             ValueError: unknown ``backend``.
         """
@@ -162,11 +210,24 @@ class VirtualClock:
             else:
                 trace.time = self._read_elapsed
             self._trace = trace
+            wall_range = None
+            if self._wall_clock:
+                wall_range = (_LAST_INSTANT - self._start).total_seconds()
+            session = Session(
+                self,
+                async_fn,
+                args,
+                virtual_time_limit=self.virtual_time_limit,
+                wall_range=wall_range,
+                real_time_limit=self.real_time_limit,
+            )
             token = _current.set(self)
             try:
                 with _trace.bind(trace), self._frozen_wall_clock():
-                    return runner(Session(self, async_fn, args))
+                    return runner(session)
             finally:
+                session.alarm.cancel()
+                session.call_in_loop = None
                 _current.reset(token)
         finally:
             self._running = False
@@ -186,6 +247,9 @@ class VirtualClock:
         if trace is not None and trace.observed:
             trace.emit("clock_jump", {"from": previous, "to": when})
 
+    def _owns_context(self) -> bool:
+        return _current.get() is self
+
     @contextmanager
     def _frozen_wall_clock(self) -> Iterator[None]:
         if not self._wall_clock:
@@ -194,12 +258,24 @@ class VirtualClock:
             return
         from ._wall import frozen_wall_clock  # noqa: PLC0415 - freezegun only when asked
 
-        with frozen_wall_clock(self._start, self._elapsed) as move:
+        with frozen_wall_clock(self._start, self._elapsed, self._owns_context) as move:
             self._move_wall = move
             try:
                 yield
             finally:
                 self._move_wall = None
+
+
+def _limit(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"{name} must be a number of seconds or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not value > 0:
+        msg = f"{name} must be > 0 seconds (or None for no limit), got {value!r}"
+        raise ValueError(msg)
+    return float(value)
 
 
 def _runner(backend: str) -> Callable[[Session[T]], T]:
@@ -226,6 +302,8 @@ def simulate(
     seed: int = 0,
     wall_clock: bool = True,
     trace: Trace | None = None,
+    virtual_time_limit: float | None = None,
+    real_time_limit: float | None = DEFAULT_REAL_TIME_LIMIT,
 ) -> T:
     """Run ``async_fn(*args)`` on a fresh :class:`VirtualClock` and return its result.
 
@@ -247,5 +325,11 @@ def simulate(
         >>> simulate(nightly_job, backend="trio")
         '06:00'
     """
-    clock = VirtualClock(start, seed=seed, wall_clock=wall_clock)
+    clock = VirtualClock(
+        start,
+        seed=seed,
+        wall_clock=wall_clock,
+        virtual_time_limit=virtual_time_limit,
+        real_time_limit=real_time_limit,
+    )
     return clock.run(async_fn, *args, backend=backend, trace=trace)

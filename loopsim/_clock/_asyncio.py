@@ -19,13 +19,24 @@ before time moves), then decides:
 Timers due at the same instant fire in the order they were scheduled: CPython orders
 its timer heap by deadline only, so ties would follow heap layout; the loop's timer
 handles carry a sequence number as a tie-breaker.
+
+When is a timer due? ``BaseEventLoop._run_once`` fires a timer when
+``when < time() + clock_resolution``. With a fixed resolution (1e-9 s) that test breaks at
+large virtual times: from t = 2**24 s on, ``t + 1e-9 == t`` in floating point, so the
+timer at the deadline the clock just jumped to is never due and the loop spins. A
+virtual clock has no resolution of its own: this loop's resolution is one unit in the
+last place of the current time, so ``time() + resolution`` is the next float and "due"
+means exactly ``when <= time()`` at every magnitude (checked up to 1e12 s). A deadline
+of ``inf`` (``anyio.sleep_forever``) is no deadline: waiting on it alone is a deadlock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import heapq
 import itertools
+import math
 import selectors
 from collections.abc import Callable, Mapping
 from contextvars import Context
@@ -34,7 +45,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from typing_extensions import TypeVarTuple, Unpack
 
-from ._session import IO_GRACE, IO_WAIT, THREAD_WAIT, Session, describe_task, waits_on_thread
+from loopsim._errors import SimulationError
+
+from ._session import (
+    IO_GRACE,
+    IO_WAIT,
+    THREAD_WAIT,
+    Session,
+    describe_task,
+    park_abandoned,
+    waits_on_thread,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -100,6 +121,9 @@ class _IdleAwareSelector(selectors.BaseSelector):
         self._fds: set[int] = set()
         self._own_fds: frozenset[int] = frozenset()
         self.on_idle: Callable[[float | None], _Ready] | None = None
+        #: Set to make every further ``select`` raise: the hard end of a failed run that
+        #: never goes idle (see ``VirtualEventLoop._step``).
+        self.abort: BaseException | None = None
 
     def seal(self) -> None:
         """Everything registered so far (the loop's self-pipe) is the loop's own."""
@@ -138,6 +162,8 @@ class _IdleAwareSelector(selectors.BaseSelector):
         return self._real.select(timeout)
 
     def select(self, timeout: float | None = None) -> _Ready:
+        if self.abort is not None:
+            raise self.abort
         # Whatever already arrived (I/O, a thread's call_soon_threadsafe wake-up) is
         # handled before virtual time may move.
         ready = self._real.select(0)
@@ -166,6 +192,19 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         self._executor_jobs = 0
         self._root_task: asyncio.Task[Any] | None = None
         session.on_start = self._on_start
+        session.describe = self._describe_waiting
+        session.step = self._step
+        session.cancel_pending = self._cancel_pending
+
+    @property
+    def _clock_resolution(self) -> float:
+        # One ulp of the current virtual time: "due" means when <= time() (module doc).
+        return math.ulp(self._vclock._elapsed)
+
+    @_clock_resolution.setter
+    def _clock_resolution(self, _value: float) -> None:
+        # BaseEventLoop.__init__ stores the real monotonic clock's resolution; not ours.
+        return
 
     def time(self) -> float:
         # Virtual seconds since the clock's start: small numbers, so sub-microsecond
@@ -197,8 +236,11 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         self, executor: Executor | None, func: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]
     ) -> asyncio.Future[T]:
         # asyncio.to_thread and getaddrinfo end up here: while such a job runs, virtual
-        # time must not move (the job's result comes "instantly" in virtual time).
-        future = super().run_in_executor(executor, func, *args)
+        # time must not move (the job's result comes "instantly" in virtual time). The
+        # job runs in a copy of the caller's context (as asyncio.to_thread's does), so it
+        # is seen as this simulation's code (its virtual wall clock, current_clock()).
+        context = contextvars.copy_context()
+        future = super().run_in_executor(executor, context.run, func, *args)
         self._executor_jobs += 1
         future.add_done_callback(self._executor_job_done)
         return future
@@ -221,44 +263,54 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
 
     def _on_start(self) -> None:
         self._root_task = asyncio.current_task()
+        self._session.call_in_loop = self.call_soon_threadsafe
 
     def _threads_busy(self) -> bool:
         return self._executor_jobs > 0 or self._session.threads_busy()
 
     def _on_idle(self, timeout: float | None) -> _Ready:
         """The loop would block for ``timeout`` seconds (None: no timer at all)."""
+        self._session.idle_count += 1
         if self._ready:  # type: ignore[attr-defined]  # a thread-safe callback slipped in
             return []
         if self._threads_busy():
             return self._idle_selector.wait(THREAD_WAIT)
-        if self._idle_selector.watches_io:
-            ready = self._idle_selector.wait(IO_GRACE if timeout is not None else IO_WAIT)
-            if ready or timeout is None:
-                return ready
-        if timeout is None:
-            if any(waits_on_thread(task.get_coro()) for task in asyncio.all_tasks(self)):
-                return self._idle_selector.wait(THREAD_WAIT)  # a thread with its own limiter
-            self._deadlocked()
-            return []
         # _run_once dropped cancelled timers from the head before computing `timeout`,
         # so the head is the next live deadline; jump to it exactly (now + timeout can
         # differ from it in the last bit).
-        self._vclock._advance_to(self._timer_heap()[0].when())
+        head = math.inf if timeout is None else self._timer_heap()[0].when()
+        if self._idle_selector.watches_io:
+            ready = self._idle_selector.wait(IO_GRACE if head < math.inf else IO_WAIT)
+            if ready or not head < math.inf:
+                return ready
+        if not head < math.inf:  # no timer, or only timers at inf: nothing will fire
+            if any(waits_on_thread(task.get_coro()) for task in asyncio.all_tasks(self)):
+                return self._idle_selector.wait(THREAD_WAIT)  # a thread with its own limiter
+            self._step(self._session.declare_deadlock(self._describe_waiting))
+            return []
+        if head > self._session.horizon:
+            self._step(self._session.refuse_jump(head))
+            return []
+        self._vclock._advance_to(head)
         return []
 
-    def _deadlocked(self) -> None:
+    def _step(self, count: int) -> None:
+        """Escalation step ``count`` of a failed run (see ``_session``); in the loop."""
         session = self._session
-        count = session.declare_deadlock(self._describe_waiting)
         if count == 1:
             # Cancel the user's code from a loop callback, as anyio's own timeouts do.
             self.call_soon(session.cancel_root)
         elif count == 2:
-            # Still idle: a task waits in a shielded scope (or swallowed the
+            # Still running: a task waits in a shielded scope (or swallowed the
             # cancellation). Native cancellation goes through anyio's shields.
             self.call_soon(self._cancel_all_tasks)
         else:
-            # Nothing unwinds: abort the run from the loop itself.
-            raise session._declared()
+            # Nothing unwinds: abort the run from the loop itself, at its next select.
+            self._idle_selector.abort = session._declared()
+
+    def _cancel_pending(self) -> bool:
+        # Task.cancelling() counts cancel requests not yet answered by uncancel() (3.11+).
+        return any(getattr(task, "cancelling", _never)() for task in asyncio.all_tasks(self))
 
     def _cancel_all_tasks(self) -> None:
         for task in asyncio.all_tasks(self):
@@ -274,13 +326,30 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         return lines
 
 
+def _never() -> int:
+    return 0
+
+
 def run_asyncio(session: Session[T]) -> T:
     """Run ``session.main`` on a fresh :class:`VirtualEventLoop` through anyio."""
-
-    def new_loop() -> asyncio.AbstractEventLoop:
-        return VirtualEventLoop(session)
 
     # anyio passes loop_factory to asyncio.Runner (3.11+) or its own backport of it
     # (3.10): same path on every supported Python, and the loop is never set as the
     # policy's current loop.
-    return anyio.run(session.main, backend="asyncio", backend_options={"loop_factory": new_loop})
+    loops: list[VirtualEventLoop] = []
+
+    def new_loop() -> asyncio.AbstractEventLoop:
+        loop = VirtualEventLoop(session)
+        loops.append(loop)
+        return loop
+
+    try:
+        return anyio.run(
+            session.main, backend="asyncio", backend_options={"loop_factory": new_loop}
+        )
+    except SimulationError:
+        # A hard abort leaves tasks behind on the closed loop: keep them from the
+        # garbage collector (see park_abandoned).
+        if loops and loops[0]._idle_selector.abort is not None:
+            park_abandoned(list(asyncio.all_tasks(loops[0])))
+        raise

@@ -13,11 +13,31 @@ Both backends follow the same protocol, so that they fail the same way:
    cancellation), the backend escalates: it cancels past shields (asyncio: native
    ``Task.cancel()``; trio: clears the shields of the stuck tasks' scopes), and past
    that raises the error from the loop machinery itself. A deadlock never hangs a run.
+
+Limits (``docs/limits.md``) end a run through the same three steps, with their own error:
+
+* the **virtual-time budget** and the **wall-clock range**: a jump past
+  :attr:`Session.horizon` is refused (the backend checks one float per jump) and the run
+  fails with :class:`~loopsim._errors.VirtualTimeLimitError`;
+* the **real-time watchdog** (:mod:`._watchdog`): an alarm handed to the loop from a
+  thread fails the run with :class:`~loopsim._errors.RealTimeLimitError`.
+
+The same alarm looks for livelocks every :data:`LIVELOCK_CHECK` real seconds: when the
+run has not gone idle once and virtual time has not moved since the last look, while
+a task holds a cancellation it has not acted on, that task swallows its cancellation and
+waits again; the run is declared deadlocked (it would have been, had the task let the
+loop idle).
+
+Once a run has failed, every step also arms the alarm for :data:`UNWIND_GRACE` real
+seconds: a run that never goes idle while it unwinds (a task that swallows its
+cancellation and waits again keeps anyio re-delivering it, a busy loop) is escalated in
+real time instead of idle time, so it ends within a few grace periods.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from math import inf
 from pathlib import Path
 from types import FrameType
 from typing import Generic, Protocol, TypeVar
@@ -25,7 +45,14 @@ from typing import Generic, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
-from loopsim._errors import SimulationDeadlock
+from loopsim._errors import (
+    RealTimeLimitError,
+    SimulationDeadlock,
+    SimulationError,
+    VirtualTimeLimitError,
+)
+
+from ._watchdog import Alarm, real_time
 
 T = TypeVar("T")
 
@@ -40,6 +67,24 @@ IO_GRACE = 0.01
 #: Real seconds per poll while the program waits on real I/O with no timer pending;
 #: that is a real wait, not a deadlock.
 IO_WAIT = 0.1
+#: Real seconds a failed run may take to unwind before the next, harder step.
+UNWIND_GRACE = 0.5
+#: Real seconds between two looks for a livelock: a run that neither idled nor moved
+#: time for that long while a task has a pending cancellation is declared deadlocked.
+LIVELOCK_CHECK = 1.0
+
+_VIRTUAL_SETTING = (
+    "Change it with virtual_time_limit= (VirtualClock, simulate) or `limits: {virtual_time: "
+    "...}` in a scenario file (None / null: no limit)."
+)
+_WALL_SETTING = (
+    "With wall_clock=True virtual time cannot pass the last instant a datetime can show "
+    "(9999-12-31 UTC); run with wall_clock=False for longer horizons."
+)
+_REAL_SETTING = (
+    "Change it with real_time_limit= (VirtualClock, simulate) or `limits: {real_time: ...}` "
+    "in a scenario file (None / null: no watchdog)."
+)
 
 # Frames from these modules are plumbing; a waiting task is described by the innermost
 # frame outside them (the user's code) and by what that frame awaits.
@@ -67,39 +112,160 @@ class Timekeeper(Protocol):
 
 
 class Session(Generic[T]):
-    """State of one run: the clock, the user's function, the root scope, the deadlock."""
+    """State of one run: the clock, the user's function, the root scope, the failure."""
 
     def __init__(
-        self, clock: Timekeeper, async_fn: Callable[..., Awaitable[T]], args: tuple[object, ...]
+        self,
+        clock: Timekeeper,
+        async_fn: Callable[..., Awaitable[T]],
+        args: tuple[object, ...],
+        *,
+        virtual_time_limit: float | None = None,
+        wall_range: float | None = None,
+        real_time_limit: float | None = None,
     ) -> None:
         self.clock = clock
         self.async_fn = async_fn
         self.args = args
         self.name = callable_name(async_fn)
-        self.deadlock: SimulationDeadlock | None = None
-        #: How many times the run was found deadlocked (drives the escalation).
+        #: The error the run ends with once it failed (deadlock or limit); first one wins.
+        self.failure: SimulationError | None = None
+        #: How many steps of the escalation were taken (drives it; see the module doc).
         self.deadlock_count = 0
         self.root_scope: anyio.CancelScope | None = None
         self.thread_limiter: anyio.CapacityLimiter | None = None
         #: Backend hook run first thing inside the main task (records the root task...).
         self.on_start: Callable[[], None] = _nothing
+        #: Backend hooks: describe the waiting tasks; take escalation step n (in the loop);
+        #: hand a callable to the loop from another thread.
+        self.describe: Callable[[], list[str]] = list
+        self.step: Callable[[int], None] = _ignore_step
+        self.call_in_loop: Callable[[Callable[[], None]], object] | None = None
+        self.virtual_time_limit = virtual_time_limit
+        self.real_time_limit = real_time_limit
+        self._wall_range = wall_range
+        start = clock._elapsed
+        budget = inf if virtual_time_limit is None else start + virtual_time_limit
+        #: The latest virtual time the clock may jump to in this run.
+        self.horizon = min(budget, inf if wall_range is None else wall_range)
+        self.alarm = Alarm(self._alarm_fired)
+        #: Backends count the times the run was found idle (a cheap sign of progress).
+        self.idle_count = 0
+        #: Backend hook: does some task sit on a cancellation it has not acted on?
+        self.cancel_pending: Callable[[], bool] = _no
+        self._real_deadline: float | None = None
+        self._progress: tuple[float, int] = (-1.0, -1)
+
+    @property
+    def deadlock(self) -> SimulationError | None:
+        """The recorded failure (kept under its old name for the backends)."""
+        return self.failure
 
     def threads_busy(self) -> bool:
         """True while a worker thread started through the default limiter is running."""
         limiter = self.thread_limiter
         return limiter is not None and limiter.borrowed_tokens > 0
 
-    def declare_deadlock(self, describe: Callable[[], list[str]]) -> int:
-        """Count a detection; the first one records the error. Returns the count."""
-        if self.deadlock is None:
-            self.deadlock = SimulationDeadlock(
-                sorted(describe()), virtual_time=self.clock._elapsed, seed=self.clock.seed
-            )
+    def fail(self, make_error: Callable[[], SimulationError]) -> int:
+        """Record a failure (the first one is kept) and count a step; returns the count.
+
+        Also arms the alarm: if the run has not ended :data:`UNWIND_GRACE` real seconds
+        from now, the next step is taken from the watchdog.
+        """
+        if self.failure is None:
+            self.failure = make_error()
         self.deadlock_count += 1
+        self.alarm.set(UNWIND_GRACE)
         return self.deadlock_count
 
+    def declare_deadlock(self, describe: Callable[[], list[str]]) -> int:
+        """Count a deadlock detection; the first failure is recorded. Returns the count."""
+        return self.fail(
+            lambda: SimulationDeadlock(
+                sorted(describe()), virtual_time=self.clock._elapsed, seed=self.clock.seed
+            )
+        )
+
+    def refuse_jump(self, when: float) -> int:
+        """The next deadline ``when`` is past :attr:`horizon`: fail the run (time stays)."""
+        return self.fail(lambda: self._horizon_error(when))
+
+    def _horizon_error(self, when: float) -> SimulationError:
+        clock = self.clock
+        waiting = sorted(self.describe())
+        if self.virtual_time_limit is not None and self.horizon < (self._wall_range or inf):
+            return VirtualTimeLimitError(
+                f"virtual-time limit reached: a run may move virtual time by "
+                f"{self.virtual_time_limit:g} s at most (virtual_time_limit), and the next "
+                f"wake-up is at t={when:g}s",
+                limit="virtual_time",
+                value=self.virtual_time_limit,
+                waiting=waiting,
+                setting=_VIRTUAL_SETTING,
+                virtual_time=clock._elapsed,
+                seed=clock.seed,
+            )
+        return VirtualTimeLimitError(
+            f"the virtual wall clock cannot show t={when:g}s: it ends at t={self.horizon:g}s "
+            "(datetime's last instant)",
+            limit="wall_clock_range",
+            value=self.horizon,
+            waiting=waiting,
+            setting=_WALL_SETTING,
+            virtual_time=clock._elapsed,
+            seed=clock.seed,
+        )
+
+    def _alarm_fired(self) -> None:
+        # On the watchdog thread: hand the work to the loop (it may have just ended).
+        call = self.call_in_loop
+        if call is not None:
+            call(self._on_alarm)
+
+    def _on_alarm(self) -> None:
+        # In the loop: a failed run that did not unwind in time, the real-time limit, or
+        # the periodic look for a livelock.
+        if self.failure is not None:
+            self.step(self.fail(self._real_time_error))  # fail() re-arms the alarm
+            return
+        now = real_time()
+        if self._real_deadline is not None and now >= self._real_deadline:
+            self.step(self.fail(self._real_time_error))
+            return
+        progress = (self.clock._elapsed, self.idle_count)
+        if progress == self._progress and self.cancel_pending():
+            # A whole check interval without one idle moment or one jump, while a task
+            # sits on a cancellation: it swallows it and waits again (anyio re-delivers
+            # the cancellation on every cycle, so the loop never idles).
+            self.step(self.declare_deadlock(self.describe))
+            return
+        self._progress = progress
+        self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        delay = LIVELOCK_CHECK
+        if self._real_deadline is not None:
+            delay = min(delay, max(self._real_deadline - now, 0.0))
+        self.alarm.set(delay)
+
+    def _real_time_error(self) -> SimulationError:
+        limit = self.real_time_limit
+        clock = self.clock
+        return RealTimeLimitError(
+            f"real-time limit reached: the run took more than {limit:g} real seconds "
+            "(real_time_limit), without finishing; a task that never lets the loop idle "
+            "(a busy loop, or one that swallows its cancellation) or blocking code keeps "
+            "it going",
+            limit="real_time",
+            value=limit or 0.0,
+            waiting=sorted(self.describe()),
+            setting=_REAL_SETTING,
+            virtual_time=clock._elapsed,
+            seed=clock.seed,
+        )
+
     def cancel_root(self) -> None:
-        """Cancel the user's code; called from inside the loop after a deadlock."""
+        """Cancel the user's code; called from inside the loop after a failure."""
         if self.root_scope is not None:
             self.root_scope.cancel()
 
@@ -108,6 +274,10 @@ class Session(Generic[T]):
         # RunVar-backed: the limiter of *this* loop, read later from outside any task.
         self.thread_limiter = anyio.to_thread.current_default_thread_limiter()
         self.on_start()
+        now = real_time()
+        if self.real_time_limit is not None:
+            self._real_deadline = now + self.real_time_limit
+        self._arm(now)
         with anyio.CancelScope() as scope:
             self.root_scope = scope
             # Drop our references before running: a finished run must not stay reachable
@@ -131,15 +301,35 @@ class Session(Generic[T]):
         # cancellation (or returned anyway): the deadlock is still the outcome.
         raise self._declared()
 
-    def _declared(self) -> SimulationDeadlock:
-        if self.deadlock is None:  # pragma: no cover - the root scope is only cancelled on deadlock
-            msg = "root scope cancelled without a deadlock"
+    def _declared(self) -> SimulationError:
+        if self.failure is None:  # pragma: no cover - the root scope is only cancelled on failure
+            msg = "root scope cancelled without a failure"
             raise RuntimeError(msg)
-        return self.deadlock
+        return self.failure
+
+
+#: Tasks (their coroutines) that a hard abort left behind, kept for the process's life.
+#: Collected, each would be closed by the garbage collector, which runs its code again:
+#: hostile code that swallows GeneratorExit spins there forever, and the rest reports
+#: "unraisable" errors far from the run that explains them. Only hard aborts land here.
+_ABANDONED: list[object] = []
+
+
+def park_abandoned(objects: list[object]) -> None:
+    """Keep the abandoned tasks of a hard-aborted run alive (see :data:`_ABANDONED`)."""
+    _ABANDONED.append(objects)
 
 
 def _nothing() -> None:
     return None
+
+
+def _ignore_step(_count: int) -> None:
+    return None
+
+
+def _no() -> bool:
+    return False
 
 
 def callable_name(fn: object) -> str:

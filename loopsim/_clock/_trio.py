@@ -46,9 +46,17 @@ import trio
 import trio.lowlevel
 from trio._core import _run as _trio_run  # the scheduler's rng lives here (see module doc)
 
-from loopsim._errors import SimulationDeadlock
+from loopsim._errors import SimulationError
 
-from ._session import IO_GRACE, IO_WAIT, THREAD_WAIT, Session, describe_task, waits_on_thread
+from ._session import (
+    IO_GRACE,
+    IO_WAIT,
+    THREAD_WAIT,
+    Session,
+    describe_task,
+    park_abandoned,
+    waits_on_thread,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,6 +74,7 @@ _IO_MONITORS = ("monitors", "completion_key_monitors")
 # trio's own run_sync_soon task always waits to read its wake-up socket.
 _TRIO_OWN_WAITERS = 1
 _FLAG = "_ALLOW_DETERMINISTIC_SCHEDULING"
+_WATCHER = "loopsim-deadlock-watcher"
 _RNG = "_r"
 
 
@@ -80,11 +89,17 @@ class _TrioVirtualClock(trio.abc.Clock):
         self.progress = False
         self._watcher_wake: trio.Event | None = None
         self._root_task: trio.lowlevel.Task | None = None
+        self._trio_root: trio.lowlevel.Task | None = None
         # Ordering state (see module doc).
         self._phase = 0
         self._last_step: dict[trio.lowlevel.Task, int] = {}
         self._keys: dict[trio.lowlevel.Task, tuple[int, int]] = {}
+        #: Set by the last escalation step: raised from the run loop at its next batch.
+        self._abort: BaseException | None = None
         session.on_start = self._on_start
+        session.describe = self._describe_waiting
+        session.step = self._step
+        session.cancel_pending = self._cancel_pending
 
     # --- trio.abc.Clock -------------------------------------------------------------
 
@@ -109,7 +124,12 @@ class _TrioVirtualClock(trio.abc.Clock):
             return IO_GRACE if io_pending else 0.0
         # Phase 2: nothing became runnable since phase 1.
         self._primed = False
+        self._session.idle_count += 1
         if deadline != inf:
+            if deadline > self._session.horizon:
+                self._step(self._session.refuse_jump(deadline))
+                self._raise_abort()
+                return 0.0
             self._vclock._advance_to(deadline)
             return 0.0
         if io_pending:
@@ -125,8 +145,10 @@ class _TrioVirtualClock(trio.abc.Clock):
 
     def _on_start(self) -> None:
         self._root_task = trio.lowlevel.current_task()
+        self._trio_root = trio.lowlevel.current_root_task()
+        self._session.call_in_loop = trio.lowlevel.current_trio_token().run_sync_soon
         self._watcher_wake = trio.Event()
-        trio.lowlevel.spawn_system_task(self._watch, name="loopsim-deadlock-watcher")
+        trio.lowlevel.spawn_system_task(self._watch, name=_WATCHER)
 
     async def _watch(self) -> None:
         # A system task: trio cancels it when the main task ends.
@@ -146,7 +168,7 @@ class _TrioVirtualClock(trio.abc.Clock):
         """
         if self._root_task is None:
             return
-        for task in _walk(self._root_task):
+        for task in self._tasks():
             status = getattr(task, "_cancel_status", None)
             while status is not None:
                 scope = getattr(status, "_scope", None)
@@ -155,29 +177,59 @@ class _TrioVirtualClock(trio.abc.Clock):
                 status = getattr(status, "_parent", None)
 
     def _deadlocked(self) -> None:
-        session = self._session
-        count = session.declare_deadlock(self._describe_waiting)
+        self._step(self._session.declare_deadlock(self._describe_waiting))
+        self._raise_abort()
+
+    def _step(self, count: int) -> None:
+        """Escalation step ``count`` of a failed run (see ``_session``); in the run loop."""
         if count <= 2 and self._watcher_wake is not None:
             # 1: cancel the root scope; 2: also drop shields (see _watch).
             self._watcher_wake.set()
-        else:
-            # Nothing unwinds: abort from the run loop. trio wraps the error in
-            # TrioInternalError (run_trio unwraps it) and abandons the stuck tasks.
-            raise session._declared()
+            return
+        # Nothing unwinds: abort from the run loop. trio wraps the error in
+        # TrioInternalError (run_trio unwraps it) and abandons the stuck tasks. Raised
+        # by the clock when it is asked (the run is idle), else at the next batch.
+        self._abort = self._session._declared()
 
-    def _describe_waiting(self) -> list[str]:
+    def _raise_abort(self) -> None:
+        if self._abort is not None:
+            raise self._abort
+
+    def _tasks(self) -> list[trio.lowlevel.Task]:
+        """The user's tasks: the main task's tree and the system tasks user code spawned
+        (background child runs are system tasks); not trio's own nor the watcher."""
         root = self._root_task
         if root is None:
             return []
+        tasks = list(_walk(root))
+        seen = {id(task) for task in tasks}
+        for task in _walk(self._trio_root) if self._trio_root is not None else ():
+            if id(task) in seen or task.name.startswith("<") or task.name == _WATCHER:
+                continue
+            seen.add(id(task))
+            tasks.append(task)
+        return tasks
+
+    def _cancel_pending(self) -> bool:
+        # trio has no public "is this task cancelled?"; read its cancel status, if present.
+        return any(
+            getattr(getattr(task, "_cancel_status", None), "effectively_cancelled", False)
+            for task in self._tasks()
+        )
+
+    def _describe_waiting(self) -> list[str]:
+        root = self._root_task
         return [
             describe_task(self._session.name if task is root else task.name, task.coro)
-            for task in _walk(root)
+            for task in self._tasks()
         ]
 
     # --- ordering -------------------------------------------------------------------
 
     def order(self, batch: list[trio.lowlevel.Task]) -> None:
         """Sort a batch of runnable tasks; trio runs it from the end (``batch.pop()``)."""
+        if self._abort is not None:
+            raise self._abort
         keys = self._keys
         default = (self._phase, self._phase)
         batch.sort(key=lambda task: keys.pop(task, default))
@@ -283,9 +335,16 @@ def run_trio(session: Session[T]) -> T:
             backend_options={"clock": clock, "instruments": [_Scheduling(clock)]},
         )
     except trio.TrioInternalError as exc:
-        # The hard deadlock abort raised from inside the run loop (see _deadlocked).
-        if isinstance(exc.__cause__, SimulationDeadlock):
-            raise exc.__cause__ from None
-        raise
+        # The hard abort of a failed run, raised from inside the run loop (see _step).
+        if not isinstance(exc.__cause__, SimulationError):
+            raise
+        error = exc.__cause__
     finally:
         _uninstall_ordering()
+    # Outside the except block, so that nothing of the dead run stays reachable from the
+    # error (its traceback and context hold trio's run loop and every abandoned task).
+    error.__traceback__ = None
+    error.__context__ = None
+    park_abandoned([task.coro for task in clock._tasks()])
+    clock._root_task = clock._trio_root = None
+    raise error

@@ -19,6 +19,7 @@ from .._agents import Agent, ApprovalMode, FunctionTool
 from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
 from .._errors import SimulationError
 from .._messages import AgentResponse, FunctionCallContent, Message, Usage
+from .._usercode import bound_evaluate
 from ._imports import UserCodeError, import_object
 from ._policies import coordinator_client, echo_client
 from ._schema import (
@@ -360,7 +361,7 @@ class World:
         judges = iter(self.judges)
         decisions = iter(self.decisions)
         built: list[Any] = []
-        for evaluator in self.evaluator_specs:
+        for position, evaluator in enumerate(self.evaluator_specs):
             chosen = evaluator.chosen
             if isinstance(chosen, CompletionMarkerSpec):
                 built.append(
@@ -394,9 +395,12 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                built.append(
-                    import_object(chosen.import_path, self.loaded.folders)(**chosen.options)
-                )
+                custom = import_object(chosen.import_path, self.loaded.folders)(**chosen.options)
+                limit = self.scenario.limits.evaluator_call
+                if limit is not None:
+                    where = f"loop.evaluators[{position}] ({chosen.import_path})"
+                    bound_evaluate(custom, limit, where)
+                built.append(custom)
         return built
 
     def _harness(self, spec: AgentSpec, children: list[Agent]) -> Any:

@@ -22,6 +22,7 @@ from .._messages import (
 )
 from .._trace import Event, Trace
 from .._transcript import Recorder, Transcript
+from .._usercode import is_cancellation, user_code_failure
 from ._build import ModelOverride, World
 from ._engines import check_engine
 from ._schema import (
@@ -118,7 +119,7 @@ class _Call:
                     outcome.spans.append((self.index, self.begin, len(outcome.events)))
                     _snapshot(world, outcome, self.index, self.begin)
         except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
+            if is_cancellation(exc, self.scope):
                 raise
             self.failed = True
             outcome.escaped = exc  # not wrapped in a task group's exception group
@@ -467,11 +468,17 @@ def execute(
     events = outcome.events
     unsubscribe = trace.subscribe(events.append)
     world = _world(loaded, engine, models)
-    clock = VirtualClock(seed=seed, wall_clock=scenario.wall_clock)
+    limits = scenario.limits
+    clock = VirtualClock(
+        seed=seed,
+        wall_clock=scenario.wall_clock,
+        virtual_time_limit=limits.virtual_time,
+        real_time_limit=limits.real_time,
+    )
     try:
         clock.run(_drive, world, outcome, backend=backend, trace=trace)
-    except Exception as exc:  # noqa: BLE001 - a simulation error is a failed scenario
-        outcome.error = exc
+    except BaseException as exc:  # noqa: BLE001 - a failed scenario; user code's BaseExceptions too
+        outcome.error = user_code_failure(exc, virtual_time=clock.elapsed, seed=seed)
     finally:
         unsubscribe()
         recorder.close()

@@ -18,11 +18,19 @@ counterexample, and returns an :class:`EvaluatorReport`:
     It tolerates empty responses, tool-only responses and approval requests/responses.
 ``within_budget``
     It does not block on the (virtual) clock longer than ``budget`` seconds: each call
-    runs under ``anyio.fail_after(budget)`` in :func:`loopsim.simulate`.
+    runs under ``anyio.fail_after(budget)`` in :func:`loopsim.simulate`. Nor does it take
+    longer than ``call_time_limit`` real seconds (blocking code, a busy loop): the first
+    such call fails this check and ends the checks (the rest are reported as not run).
 ``lets_loop_stop``
     Under a scripted agent that eventually completes (its later replies contain the
     ``marker``, ``"DONE"`` by default) the loop stops before its cap, and the run keeps
     the global invariants. The counterexample is a scenario file.
+
+The checks run the user's code: an ``evaluate`` (or a constructor) that raises
+``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` is a finding named
+after the frame that raised it, not the end of the process. All checks together may
+take ``time_limit`` real seconds; checks that did not get to run are reported as such,
+so a report never says "passed" for a check that did not run.
 
 Example:
     >>> import loopsim
@@ -53,7 +61,8 @@ from .. import _trace
 from .._agents import Agent
 from .._clients import ScriptedChatClient
 from .._clock import simulate
-from .._errors import SimulationDeadlock
+from .._clock._watchdog import real_time
+from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
 from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._loop._evaluation import FeedbackView
 from .._messages import (
@@ -65,6 +74,7 @@ from .._messages import (
     Message,
 )
 from .._scenario import Backend
+from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
 from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
@@ -99,10 +109,13 @@ class CheckResult:
     Attributes:
         name: one of :data:`CHECKS`.
         description: what the check asks of the evaluator.
-        passed: True when no generated case broke it.
-        problem: what went wrong on the counterexample (None when passed).
+        passed: True when no generated case broke it (False when it did not run).
+        problem: what went wrong on the counterexample, or why the check did not run
+            (None when passed).
         counterexample: the shrunk failing case as text — a context description (YAML)
             or, for ``lets_loop_stop``, a scenario file that reproduces it.
+        ran: False when the check never ran (an earlier call was too slow, or the time
+            limit was used up).
     """
 
     name: str
@@ -110,9 +123,11 @@ class CheckResult:
     passed: bool
     problem: str | None = None
     counterexample: str | None = None
+    ran: bool = True
 
     def render(self) -> str:
-        head = f"[{'PASS' if self.passed else 'FAIL'}] {self.name}: {self.description}"
+        status = "PASS" if self.passed else "FAIL" if self.ran else "NOT RUN"
+        head = f"[{status}] {self.name}: {self.description}"
         if self.passed:
             return head
         lines = [head, f"    problem: {self.problem}"]
@@ -144,7 +159,14 @@ class EvaluatorReport:
         raise KeyError(name)
 
     def render(self) -> str:
-        verdict = "all checks passed" if self.passed else f"{len(self.failed)} check(s) failed"
+        failed = [c for c in self.checks if c.ran and not c.passed]
+        not_run = [c for c in self.checks if not c.ran]
+        if self.passed:
+            verdict = "all checks passed"
+        else:
+            parts = [f"{len(failed)} check(s) failed"] if failed else []
+            parts += [f"{len(not_run)} did not run"] if not_run else []
+            verdict = ", ".join(parts)
         return "\n".join(
             [f"check-evaluator {self.evaluator}: {verdict}", *(c.render() for c in self.checks)]
         )
@@ -288,8 +310,36 @@ class _Outcome:
     evaluation: Any = None
     error: BaseException | None = None
     blocked: bool = False
+    #: not called (or its result is void): the checks stopped (see _Guard)
+    skipped: bool = False
     before: str = ""
     after: str = ""
+
+
+@dataclass
+class _Guard:
+    """The real-time bounds of one check_evaluator: per call and for everything."""
+
+    call_limit: float | None
+    deadline: float | None
+    time_limit: float | None = None
+    #: why the checks stopped (None: they go on)
+    stopped: str | None = None
+    #: set when a call was too slow: the within_budget finding
+    slow: tuple[str, str] | None = None
+
+    def go_on(self) -> bool:
+        if self.stopped is None and self.deadline is not None and real_time() > self.deadline:
+            self.stopped = f"the checks used up their time limit (time_limit={self.time_limit:g} s)"
+        return self.stopped is None
+
+    def too_slow(self, problem: str, counterexample: str) -> None:
+        if self.stopped is None:
+            self.stopped = "an earlier call was too slow (see within_budget)"
+            self.slow = (problem, counterexample)
+
+    def run_limit(self, calls: int) -> float | None:
+        return None if self.call_limit is None else self.call_limit * calls
 
 
 def _snapshot(context: LoopContext) -> str:
@@ -309,9 +359,11 @@ def _snapshot(context: LoopContext) -> str:
 
 
 def _evaluate(
-    evaluators: Sequence[LoopEvaluator], spec: _ContextSpec, budget: float
+    evaluators: Sequence[LoopEvaluator], spec: _ContextSpec, budget: float, guard: _Guard
 ) -> list[_Outcome]:
     """Call each evaluator on its own fresh context built from ``spec`` (in one simulation)."""
+    if not guard.go_on():
+        return [_Outcome(skipped=True) for _ in evaluators]
 
     async def main() -> list[_Outcome]:
         outcomes = []
@@ -319,22 +371,45 @@ def _evaluate(
             outcome = _Outcome()
             context = spec.build()
             outcome.before = _snapshot(context)
+            began = real_time()
             try:
                 with anyio.fail_after(budget):
                     outcome.evaluation = await evaluator.evaluate(context)
             except TimeoutError:
                 outcome.blocked = True
-            except Exception as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
-                outcome.error = exc
+            except BaseException as exc:  # a finding, except our own cancellation
+                if is_cancellation(exc):
+                    raise
+                outcome.error = user_code_failure(exc)
+            took = real_time() - began
+            if guard.call_limit is not None and took > guard.call_limit:
+                guard.too_slow(
+                    f"one evaluate call took {took:.1f} real seconds, more than "
+                    f"call_time_limit={guard.call_limit:g} s: it blocks the event loop "
+                    "(time.sleep, synchronous I/O or heavy work)",
+                    spec.describe(),
+                )
+                outcome.skipped = True
             outcome.after = _snapshot(context)
             outcomes.append(outcome)
         return outcomes
 
     try:
-        return simulate(main)
+        return simulate(main, real_time_limit=guard.run_limit(len(evaluators)))
     except SimulationDeadlock:
         # waiting for something that never happens: blocked forever
         return [_Outcome(blocked=True) for _ in evaluators]
+    except RealTimeLimitError:
+        guard.too_slow(_busy_problem(guard), spec.describe())
+        return [_Outcome(skipped=True) for _ in evaluators]
+
+
+def _busy_problem(guard: _Guard) -> str:
+    return (
+        f"evaluate did not return within call_time_limit={guard.call_limit:g} s of real time: "
+        "it keeps the loop busy without letting virtual time move (a loop around sleep(0), "
+        "or a swallowed cancellation?)"
+    )
 
 
 def _decision(evaluation: Any) -> Any:
@@ -347,6 +422,8 @@ def _decision(evaluation: Any) -> Any:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, UserCodeAbortError):
+        return f"evaluate: {exc.message}"
     return f"evaluate raised {type(exc).__name__}: {exc}"
 
 
@@ -400,6 +477,8 @@ def check_evaluator(
     import_path: str | None = None,
     next_message: Callable[..., Any] | None = None,
     engine: Literal["loopsim", "agent_framework"] = "loopsim",
+    call_time_limit: float | None = 1.0,
+    time_limit: float | None = 300.0,
 ) -> EvaluatorReport:
     """Check a ``LoopEvaluator`` offline against generated contexts and scripted loops.
 
@@ -423,6 +502,11 @@ def check_evaluator(
         next_message: an agent_framework-style loop's ``next_message`` callable.
         engine: where ``lets_loop_stop`` runs a LoopEvaluator's inner agent: loopsim's
             Agent, or a real ``agent_framework.Agent`` (via ``as_agent``).
+        call_time_limit: real seconds one ``evaluate`` may take (None: no limit). The
+            first call over it fails ``within_budget`` and ends the checks; a call that
+            keeps the loop busy is stopped by the watchdog after this long.
+        time_limit: real seconds all checks together may take (None: no limit); checks
+            left when it is used up are reported as not run.
 
     Returns:
         An :class:`EvaluatorReport`; call ``.assert_ok()`` in a test. Do not call this
@@ -438,12 +522,25 @@ def check_evaluator(
     def make() -> LoopEvaluator:
         if af_loop is not None:
             return PredicateEvaluator(af_loop)
-        return factory(**kwargs)
+        try:
+            return factory(**kwargs)
+        except BaseException as exc:
+            error = user_code_failure(exc)
+            if error is exc:
+                raise
+            raise error from exc
 
     report = EvaluatorReport(path)
+    guard = _Guard(
+        call_limit=_positive("call_time_limit", call_time_limit),
+        deadline=None if time_limit is None else real_time() + time_limit,
+        time_limit=_positive("time_limit", time_limit),
+    )
 
     def returns_evaluation(spec: _ContextSpec) -> None:
-        (outcome,) = _evaluate([make()], spec, budget)
+        (outcome,) = _evaluate([make()], spec, budget, guard)
+        if outcome.skipped:
+            return
         if outcome.error is not None:
             raise _Found(_error_text(outcome.error), spec.describe())
         if not outcome.blocked and not isinstance(outcome.evaluation, LoopEvaluation):
@@ -454,8 +551,8 @@ def check_evaluator(
 
     def deterministic(spec: _ContextSpec) -> None:
         shared = make()
-        outcomes = _evaluate([shared, shared, shared, make()], spec, budget)
-        if any(o.error is not None or o.blocked for o in outcomes):
+        outcomes = _evaluate([shared, shared, shared, make()], spec, budget, guard)
+        if any(o.error is not None or o.blocked or o.skipped for o in outcomes):
             return  # reported by returns_evaluation / within_budget
         decisions = [_decision(o.evaluation) for o in outcomes]
         if len(set(map(repr, decisions))) > 1:
@@ -468,20 +565,22 @@ def check_evaluator(
             )
 
     def no_mutation(spec: _ContextSpec) -> None:
-        (outcome,) = _evaluate([make()], spec, budget)
-        if outcome.before != outcome.after:
+        (outcome,) = _evaluate([make()], spec, budget, guard)
+        if not outcome.skipped and outcome.before != outcome.after:
             changed = _changed(outcome.before, outcome.after)
             raise _Found(f"evaluate changed the context: {changed}", spec.describe())
 
     def odd_responses(spec: _ContextSpec) -> None:
-        (outcome,) = _evaluate([make()], spec, budget)
+        (outcome,) = _evaluate([make()], spec, budget, guard)
+        if outcome.skipped:
+            return
         if outcome.error is not None:
             raise _Found(_error_text(outcome.error), spec.describe())
         if not outcome.blocked and not isinstance(outcome.evaluation, LoopEvaluation):
             raise _Found(f"evaluate returned {type(outcome.evaluation).__name__}", spec.describe())
 
     def within_budget(spec: _ContextSpec) -> None:
-        (outcome,) = _evaluate([make()], spec, budget)
+        (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.blocked:
             raise _Found(
                 f"evaluate did not return within {budget:g} virtual seconds (or waited for "
@@ -504,7 +603,17 @@ def check_evaluator(
             if found is not None:
                 raise _Found(*found)
             return
-        problem = _loop_case(make, case, marker, budget, engine)
+        if not guard.go_on():
+            return
+        problem = _loop_case(
+            make,
+            case,
+            marker,
+            budget,
+            engine,
+            real_time_limit=guard.run_limit(case[1]),
+            on_busy=lambda: guard.too_slow(_busy_problem(guard), ""),
+        )
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
@@ -528,7 +637,14 @@ def check_evaluator(
         ("lets_loop_stop", lets_loop_stop, loops),
     ]
     for name, test, strategy in plan:
+        if not guard.go_on():
+            report.checks.append(_not_run(name, guard))
+            continue
         found = _run_check(test, strategy, max_examples)
+        if guard.stopped is not None:
+            # Stopped during this check: what it saw may be void (skipped calls).
+            report.checks.append(_not_run(name, guard))
+            continue
         if found is None:
             report.checks.append(CheckResult(name, _DESCRIPTIONS[name], passed=True))
         else:
@@ -541,7 +657,30 @@ def check_evaluator(
                     counterexample=found[1],
                 )
             )
+    if guard.slow is not None:
+        problem, counterexample = guard.slow
+        slow = CheckResult(
+            "within_budget",
+            _DESCRIPTIONS["within_budget"],
+            passed=False,
+            problem=problem,
+            counterexample=counterexample or None,
+        )
+        report.checks = [slow if c.name == "within_budget" else c for c in report.checks]
     return report
+
+
+def _not_run(name: str, guard: _Guard) -> CheckResult:
+    return CheckResult(
+        name, _DESCRIPTIONS[name], passed=False, problem=f"not run: {guard.stopped}", ran=False
+    )
+
+
+def _positive(name: str, value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        msg = f"{name} must be > 0 seconds (or None for no limit), got {value!r}"
+        raise ValueError(msg)
+    return value
 
 
 def _show(decision: Any) -> str:

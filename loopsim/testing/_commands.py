@@ -5,9 +5,9 @@ The target may also be an agent_framework-style loop: a ``should_continue`` pred
 returning one (a ``with_judge`` setup); ``--engine agent_framework`` runs a
 LoopEvaluator's scripted loop around a real ``agent_framework.Agent``.
 
-Exit codes: 0 every check passed, 1 a check failed (the report shows each shrunk
-counterexample), 2 a bad import path, bad options, or a target that is neither a
-``LoopEvaluator`` nor an agent_framework loop.
+Exit codes: 0 every check passed, 1 a check failed or did not run (the report shows
+each shrunk counterexample), 2 a bad import path, bad options, or a target that is
+neither a ``LoopEvaluator`` nor an agent_framework loop (or whose constructor fails).
 """
 
 from __future__ import annotations
@@ -76,6 +76,19 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="virtual seconds one evaluate may take (default 60)",
     )
     parser.add_argument(
+        "--call-time-limit",
+        type=float,
+        default=1.0,
+        help="real seconds one evaluate may take (default 1); the first slower call fails "
+        "within_budget and ends the checks",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=300.0,
+        help="real seconds all checks together may take (default 300)",
+    )
+    parser.add_argument(
         "--marker",
         default="DONE",
         help="text the scripted agent's completing reply contains (default DONE)",
@@ -131,6 +144,7 @@ def import_object(target: str) -> Any:
 
 def cmd_check_evaluator(args: argparse.Namespace) -> int:
     """Run :func:`loopsim.testing.check_evaluator` and print its report."""
+    from .._usercode import user_code_failure  # noqa: PLC0415
     from ._af_loops import resolve_af_loop  # noqa: PLC0415
     from ._checker import check_evaluator  # noqa: PLC0415 - hypothesis loads only when used
 
@@ -158,13 +172,22 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
     if args.max_examples < 1:
         print("loopsim check-evaluator: --max-examples must be >= 1", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
+    for flag, value in (
+        ("--call-time-limit", args.call_time_limit),
+        ("--time-limit", args.time_limit),
+    ):
+        if not value > 0:
+            print(f"loopsim check-evaluator: {flag} must be > 0 seconds", file=sys.stderr)  # noqa: T201
+            return EXIT_USAGE
     try:
         if isinstance(factory, type):
             factory(**options)
         resolve_af_loop(factory, options, next_message)
-    except (TypeError, ValueError) as exc:
+    except BaseException as exc:  # noqa: BLE001 - the user's constructor: reported, never fatal
+        error = user_code_failure(exc)  # a real Ctrl-C is re-raised
         print(  # noqa: T201 - CLI output
-            f"loopsim check-evaluator: cannot build {args.target}(**{options!r}): {exc}",
+            f"loopsim check-evaluator: cannot build {args.target}(**{options!r}): "
+            f"{type(error).__name__}: {error}",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -177,6 +200,8 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
         import_path=args.target,
         next_message=next_message,
         engine=args.engine,
+        call_time_limit=args.call_time_limit,
+        time_limit=args.time_limit,
     )
     print(report.render())  # noqa: T201 - CLI output
     return EXIT_OK if report.passed else EXIT_FAILED

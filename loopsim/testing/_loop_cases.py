@@ -15,10 +15,11 @@ from .. import _trace
 from .._agents import Agent
 from .._clients import ScriptedChatClient
 from .._clock import simulate
-from .._errors import SimulationDeadlock
+from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
 from .._invariants import check_invariants
 from .._loop import LoopAgent, LoopAgentOptions, LoopEvaluator
 from .._scenario import Scenario
+from .._usercode import user_code_failure
 
 __all__ = ["_loop_case", "_loop_scenario", "_script"]
 
@@ -37,7 +38,15 @@ def _loop_case(
     marker: str,
     budget: float,
     engine: str = "loopsim",
+    *,
+    real_time_limit: float | None = None,
+    on_busy: Callable[[], None] | None = None,
 ) -> str | None:
+    """Run the scripted loop of ``case``; the problem it shows, or None.
+
+    ``real_time_limit`` is the run's watchdog; when it stops the run, ``on_busy`` is
+    told (and no problem is returned), else the limit is the problem.
+    """
     done_at, cap, _, streaming = case
     events: list[_trace.Event] = []
     client = ScriptedChatClient(_script(case, marker), name="worker")
@@ -61,13 +70,21 @@ def _loop_case(
                 await agent.run("do the task")
 
     try:
-        simulate(main)
+        simulate(main, real_time_limit=real_time_limit)
     except TimeoutError:
         return f"the loop did not finish within {budget * cap:g} virtual seconds"
     except SimulationDeadlock as exc:
         return f"the loop deadlocked: {exc}"
-    except Exception as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
-        return f"the loop raised {type(exc).__name__}: {exc}"
+    except RealTimeLimitError as exc:
+        if on_busy is None:
+            return f"the loop was stopped: {exc}"
+        on_busy()
+        return None
+    except BaseException as exc:  # noqa: BLE001 - the user's evaluator failing is a finding
+        error = user_code_failure(exc)  # a real Ctrl-C is re-raised
+        if isinstance(error, UserCodeAbortError):
+            return f"the loop stopped: {error.message}"
+        return f"the loop raised {type(error).__name__}: {error}"
     stops = [e.data for e in events if e.kind == "loop_stop"]
     stop = stops[-1] if stops else {}
     problems = check_invariants(events, max_iterations=cap, evaluator_count=1)

@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 from ._agents import AgentSpec, ParentSpec
 from ._base import Backend, Count, Engine, Flag, Name, StrictModel, Text
 from ._expect import ExpectSpec
+from ._limits import LimitsSpec
 from ._loop import LoopSpec
 from ._steps import StepSpec
 from ._vary import VarySettings, VarySpec
@@ -68,6 +69,8 @@ class Scenario(StrictModel):
     #: steps that changed nothing (a restart that found nothing running, ...) fail the
     #: scenario instead of being reported as warnings
     strict: Flag = False
+    #: bounds of a run: virtual time, real time (the watchdog), one evaluator call
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
 
     @field_validator("name")
     @classmethod
