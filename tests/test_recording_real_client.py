@@ -92,6 +92,8 @@ def test_record_a_real_client_then_replay_it_without_network(
     assert all(body.get("stream", False) == stream for _, _, body in requests)
     assert "add" in str(requests[0][2].get("tools"))
     assert [e.kind for e in transcript.events].count("model_request") == 2
+    # one tool call, however many chunks the vendor streamed it in
+    assert [e.data["name"] for e in transcript.events if e.kind == "tool_call"] == ["add"]
     turns = Transcript.from_turns(recording.turns)
     assert [e.kind for e in turns.events] == ["model_request", "model_response"] * 2
     assert turns.events[1].data["usage"]["input_tokens"] == 11

@@ -237,8 +237,36 @@ class AgentFrameworkChatClient:
         stream = self.af_client.get_response(
             to_af_messages(messages), stream=True, options=to_af_options(options)
         )
+        # A vendor streams one tool call in several chunks (its id first, then pieces of
+        # its arguments): they are held back and merged as agent_framework merges them,
+        # then passed on once, whole. Everything else goes on as it comes.
+        received: list[Any] = []
         async for update in stream:
-            yield to_loopsim_chat_update(update)
+            received.append(update)
+            rest = [c for c in update.contents if c.type != "function_call"]
+            if rest or not update.contents:
+                yield to_loopsim_chat_update(_with_contents(update, rest))
+        calls = [
+            content
+            for message in af.ChatResponse.from_updates(received).messages
+            for content in message.contents
+            if content.type == "function_call"
+        ]
+        if calls:
+            yield to_loopsim_chat_update(af.ChatResponseUpdate(role="assistant", contents=calls))
+
+
+def _with_contents(update: Any, contents: list[Any]) -> Any:
+    if len(contents) == len(update.contents):
+        return update
+    return af.ChatResponseUpdate(
+        contents=contents,
+        role=update.role,
+        author_name=update.author_name,
+        response_id=update.response_id,
+        message_id=update.message_id,
+        finish_reason=update.finish_reason,
+    )
 
 
 def from_chat_client(af_client: Any, *, name: str | None = None) -> AgentFrameworkChatClient:
