@@ -193,7 +193,9 @@ def _upstream_drive(n: int) -> Callable[[], Any]:
             got = await results.invoke(arguments={"task_id": i}, skip_parsing=True)
             assert got == f"result of task {i}", got
             cleared = await clear.invoke(arguments={"task_id": i}, skip_parsing=True)
-            assert cleared == f"Removed task {i}.", cleared
+            # upstream's own wording: checked by its facts (no error, this task's id)
+            assert not str(cleared).startswith("Error"), cleared
+            assert str(i) in str(cleared), cleared
 
     return drive
 
