@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from test_messages import calls, json_values
+from test_messages import content_strategy, json_values, message_strategy
 
 import loopsim
 from loopsim import (
@@ -45,44 +45,10 @@ usages = st.builds(
     additional_counts=st.none()
     | st.dictionaries(extra_names, st.integers(0, 10**6), min_size=1, max_size=3),
 )
-contents = st.one_of(
-    st.builds(TextContent, text=st.text(max_size=30)),
-    calls,
-    st.builds(
-        FunctionResultContent,
-        call_id=st.text(min_size=1, max_size=8),
-        result=json_values,
-        error=st.none() | st.text(max_size=10),
-    ),
-    st.builds(
-        FunctionApprovalRequestContent, id=st.text(min_size=1, max_size=8), function_call=calls
-    ),
-    st.builds(
-        FunctionApprovalResponseContent,
-        id=st.text(min_size=1, max_size=8),
-        approved=st.booleans(),
-        function_call=calls,
-    ),
-    st.builds(ErrorContent, message=st.text(max_size=20)),
-    st.builds(
-        DataContent,
-        data=st.binary(max_size=16),
-        media_type=st.sampled_from(["application/octet-stream", "image/png", "text/plain"]),
-    ),
-    st.builds(
-        UriContent,
-        uri=st.text(min_size=1, max_size=20),
-        media_type=st.none() | st.just("text/plain"),
-    ),
-    st.builds(UsageContent, usage=usages),
+contents = content_strategy(
+    usages, st.sampled_from(["application/octet-stream", "image/png", "text/plain"])
 )
-messages = st.builds(
-    Message,
-    role=st.sampled_from(["system", "user", "assistant", "tool"]),
-    contents=st.lists(contents, max_size=4),
-    author_name=st.none() | st.text(max_size=8),
-    message_id=st.none() | st.text(min_size=1, max_size=8),
-)
+messages = message_strategy(contents)
 ids = st.none() | st.text(min_size=1, max_size=8)
 
 

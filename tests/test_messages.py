@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -49,42 +51,56 @@ calls = st.builds(
     name=st.text(min_size=1, max_size=8),
     arguments=st.dictionaries(st.text(max_size=6), json_values, max_size=3),
 )
-contents = st.one_of(
-    st.builds(TextContent, text=st.text(max_size=30)),
-    calls,
-    st.builds(
-        FunctionResultContent,
-        call_id=st.text(min_size=1, max_size=8),
-        result=json_values,
-        error=st.none() | st.text(max_size=10),
-    ),
-    st.builds(
-        FunctionApprovalRequestContent, id=st.text(min_size=1, max_size=8), function_call=calls
-    ),
-    st.builds(
-        FunctionApprovalResponseContent,
-        id=st.text(min_size=1, max_size=8),
-        approved=st.booleans(),
-        function_call=calls,
-    ),
-    st.builds(ErrorContent, message=st.text(max_size=20)),
-    st.builds(
-        DataContent, data=st.binary(max_size=16), media_type=st.just("application/octet-stream")
-    ),
-    st.builds(
-        UriContent,
-        uri=st.text(min_size=1, max_size=20),
-        media_type=st.none() | st.just("text/plain"),
-    ),
-    st.builds(UsageContent, usage=usages),
-)
-messages = st.builds(
-    Message,
-    role=st.sampled_from(["system", "user", "assistant", "tool"]),
-    contents=st.lists(contents, max_size=4),
-    author_name=st.none() | st.text(max_size=8),
-    message_id=st.none() | st.text(min_size=1, max_size=8),
-)
+
+
+OCTET_STREAM = st.just("application/octet-stream")
+
+
+def content_strategy(
+    usage: st.SearchStrategy[Usage], media_types: st.SearchStrategy[str] = OCTET_STREAM
+) -> st.SearchStrategy[Any]:
+    """Every content kind loopsim has (test_af_convert.py draws them with its own usages)."""
+    return st.one_of(
+        st.builds(TextContent, text=st.text(max_size=30)),
+        calls,
+        st.builds(
+            FunctionResultContent,
+            call_id=st.text(min_size=1, max_size=8),
+            result=json_values,
+            error=st.none() | st.text(max_size=10),
+        ),
+        st.builds(
+            FunctionApprovalRequestContent, id=st.text(min_size=1, max_size=8), function_call=calls
+        ),
+        st.builds(
+            FunctionApprovalResponseContent,
+            id=st.text(min_size=1, max_size=8),
+            approved=st.booleans(),
+            function_call=calls,
+        ),
+        st.builds(ErrorContent, message=st.text(max_size=20)),
+        st.builds(DataContent, data=st.binary(max_size=16), media_type=media_types),
+        st.builds(
+            UriContent,
+            uri=st.text(min_size=1, max_size=20),
+            media_type=st.none() | st.just("text/plain"),
+        ),
+        st.builds(UsageContent, usage=usage),
+    )
+
+
+def message_strategy(content: st.SearchStrategy[Any]) -> st.SearchStrategy[Message]:
+    return st.builds(
+        Message,
+        role=st.sampled_from(["system", "user", "assistant", "tool"]),
+        contents=st.lists(content, max_size=4),
+        author_name=st.none() | st.text(max_size=8),
+        message_id=st.none() | st.text(min_size=1, max_size=8),
+    )
+
+
+contents = content_strategy(usages)
+messages = message_strategy(contents)
 
 
 @given(messages)
