@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import functools
 import importlib
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -260,12 +261,25 @@ def _add_run(sub: Any) -> None:
     parser.set_defaults(command=cmd_run)
 
 
-def _plugin_loaded_by_entry_point() -> bool:
+_PLUGIN = "loopsim.pytest_plugin"
+
+
+def _plugin_loads_itself(arguments: Sequence[str]) -> bool:
+    """Whether pytest will load our plugin without being handed it: by ``-p``, by
+    ``PYTEST_PLUGINS``, or by its entry point unless autoloading is switched off."""
+    if f"-p{_PLUGIN}" in arguments or any(
+        flag == "-p" and value == _PLUGIN for flag, value in itertools.pairwise(arguments)
+    ):
+        return True
+    if _PLUGIN in os.environ.get("PYTEST_PLUGINS", "").split(","):
+        return True
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "--disable-plugin-autoload" in arguments:
+        return False
     try:
         points = metadata.entry_points(group="pytest11")
     except Exception:  # noqa: BLE001 - broken metadata: load the plugin ourselves
         return False
-    return any(point.value == "loopsim.pytest_plugin" for point in points)
+    return any(point.value == _PLUGIN for point in points)
 
 
 class _Summary:
@@ -336,12 +350,13 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 
     summary = _Summary()
     plugins: list[object] = [summary]
-    if not _plugin_loaded_by_entry_point():
-        plugins.append(importlib.import_module("loopsim.pytest_plugin"))
+    arguments = [*args.paths, *_engine_option(extra)]
+    if not _plugin_loads_itself(arguments):
+        plugins.append(importlib.import_module(_PLUGIN))
     # loopsim is imported already (this is it), so pytest cannot assertion-rewrite the
     # plugin module; that warning is expected here and must not become an error.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    code = int(pytest.main([*quiet, *args.paths, *_engine_option(extra)], plugins=plugins))
+    code = int(pytest.main([*quiet, *arguments], plugins=plugins))
     print(summary.line())  # noqa: T201 - CLI output
     if code == int(pytest.ExitCode.OK):
         return EXIT_OK

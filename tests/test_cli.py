@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -121,6 +122,39 @@ def test_python_dash_m_works(tmp_path: Path) -> None:
     )
     assert done.returncode == EXIT_OK, done.stderr
     assert "ok" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("environment", "extra"),
+    [
+        ({}, []),
+        ({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, []),
+        ({}, ["--disable-plugin-autoload"]),
+        ({"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, ["-p", "loopsim.pytest_plugin"]),
+    ],
+)
+def test_run_loads_the_plugin_exactly_once_however_pytest_is_told(
+    tmp_path: Path, environment: dict[str, str], extra: list[str]
+) -> None:
+    done = subprocess.run(  # noqa: S603 - our own interpreter and a shipped file
+        [
+            sys.executable,
+            "-m",
+            "loopsim",
+            "run",
+            str(SCENARIOS / "streaming.loopsim.yaml"),
+            "-p",
+            "no:cacheprovider",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, **environment},
+    )
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    assert "1 scenario: 1 passed" in done.stdout
 
 
 TRANSCRIPTS = ROOT / "tests" / "data" / "transcripts"
