@@ -53,29 +53,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import anyio
-import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from .. import _trace
-from .._agents import Agent
-from .._clients import ScriptedChatClient
 from .._clock import simulate
 from .._clock._watchdog import real_time
 from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
 from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
-from .._loop._evaluation import FeedbackView
-from .._messages import (
-    AgentResponse,
-    FunctionApprovalRequestContent,
-    FunctionApprovalResponseContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    Message,
-)
 from .._scenario import Backend
 from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
+from ._contexts import ContextSpec, contexts
 from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
 
@@ -206,102 +195,6 @@ def simulate_recorded(
     return result, events
 
 
-# -- generated contexts -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _ContextSpec:
-    """A context as plain data, so equal specs build equal (but separate) contexts."""
-
-    iteration: int
-    initial: tuple[str, ...]
-    response: tuple[dict[str, Any], ...]  # messages as JSON
-    feedback: tuple[str | None, ...]
-    state: Mapping[str, Any]
-
-    def build(self) -> LoopContext:
-        agent = Agent(ScriptedChatClient([]), name="agent")
-        session = agent.create_session()
-        session.state.update(json.loads(json.dumps(dict(self.state))))
-        initial = [Message.user(text) for text in self.initial]
-        response = AgentResponse([Message.model_validate(m) for m in self.response])
-        context = LoopContext(agent, session, initial, response)
-        context._iteration = self.iteration
-        context._feedback = FeedbackView(list(self.feedback))
-        return context
-
-    def describe(self) -> str:
-        data = {
-            "iteration": self.iteration,
-            "initial_messages": list(self.initial),
-            "last_response": {"messages": list(self.response)},
-            "feedback": list(self.feedback),
-            "session_state": dict(self.state),
-        }
-        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-
-
-_WORDS = ("draft", "fix", "tests", "pass", "more", "DONE", "done", "ok", "")
-_text = st.lists(st.sampled_from(_WORDS), max_size=4).map(" ".join)
-
-
-def _call(n: int) -> dict[str, Any]:
-    return FunctionCallContent(call_id=f"c{n}", name="lookup", arguments={"q": "x"}).model_dump(
-        mode="json"
-    )
-
-
-def _odd_response(kind: str) -> tuple[dict[str, Any], ...]:
-    call = FunctionCallContent(call_id="c1", name="deploy", arguments={})
-    if kind == "empty":
-        return ()
-    if kind == "empty_text":
-        return (Message("assistant", "").model_dump(mode="json", exclude_none=True),)
-    if kind == "tool_only":
-        return (
-            Message("assistant", [FunctionCallContent.model_validate(_call(1))]).model_dump(
-                mode="json"
-            ),
-            Message("tool", [FunctionResultContent(call_id="c1", result="found")]).model_dump(
-                mode="json"
-            ),
-        )
-    if kind == "approval_request":
-        content: Any = FunctionApprovalRequestContent(id="a1", function_call=call)
-        return (Message("assistant", [content]).model_dump(mode="json", exclude_none=True),)
-    content = FunctionApprovalResponseContent(id="a1", approved=True, function_call=call)
-    return (Message("user", [content]).model_dump(mode="json", exclude_none=True),)
-
-
-ODD_KINDS = ("empty", "empty_text", "tool_only", "approval_request", "approval_response")
-
-
-@st.composite
-def _contexts(draw: st.DrawFn, *, odd: bool) -> _ContextSpec:
-    iteration = draw(st.integers(1, 6))
-    if odd:
-        response = _odd_response(draw(st.sampled_from(ODD_KINDS)))
-    else:
-        texts = draw(st.lists(_text, min_size=1, max_size=2))
-        response = tuple(
-            Message.assistant(t).model_dump(mode="json", exclude_none=True) for t in texts
-        )
-    feedback = tuple(
-        draw(
-            st.lists(
-                st.none() | _text.filter(str.strip), min_size=iteration - 1, max_size=iteration - 1
-            )
-        )
-    )
-    state = draw(
-        st.dictionaries(st.sampled_from(["notes", "plan"]), _text, max_size=2).map(
-            lambda d: {"user": d} if d else {}
-        )
-    )
-    initial = tuple(draw(st.lists(_text.filter(str.strip), min_size=1, max_size=2)))
-    return _ContextSpec(iteration, initial, response, feedback, state)
-
-
 # -- running one evaluate ---------------------------------------------------------------------
 
 
@@ -359,7 +252,7 @@ def _snapshot(context: LoopContext) -> str:
 
 
 def _evaluate(
-    evaluators: Sequence[LoopEvaluator], spec: _ContextSpec, budget: float, guard: _Guard
+    evaluators: Sequence[LoopEvaluator], spec: ContextSpec, budget: float, guard: _Guard
 ) -> list[_Outcome]:
     """Call each evaluator on its own fresh context built from ``spec`` (in one simulation)."""
     if not guard.go_on():
@@ -537,7 +430,7 @@ def check_evaluator(
         time_limit=_positive("time_limit", time_limit),
     )
 
-    def returns_evaluation(spec: _ContextSpec) -> None:
+    def returns_evaluation(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.skipped:
             return
@@ -549,7 +442,7 @@ def check_evaluator(
                 spec.describe(),
             )
 
-    def deterministic(spec: _ContextSpec) -> None:
+    def deterministic(spec: ContextSpec) -> None:
         shared = make()
         outcomes = _evaluate([shared, shared, shared, make()], spec, budget, guard)
         if any(o.error is not None or o.blocked or o.skipped for o in outcomes):
@@ -564,13 +457,13 @@ def check_evaluator(
                 spec.describe(),
             )
 
-    def no_mutation(spec: _ContextSpec) -> None:
+    def no_mutation(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if not outcome.skipped and outcome.before != outcome.after:
             changed = _changed(outcome.before, outcome.after)
             raise _Found(f"evaluate changed the context: {changed}", spec.describe())
 
-    def odd_responses(spec: _ContextSpec) -> None:
+    def odd_responses(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.skipped:
             return
@@ -579,7 +472,7 @@ def check_evaluator(
         if not outcome.blocked and not isinstance(outcome.evaluation, LoopEvaluation):
             raise _Found(f"evaluate returned {type(outcome.evaluation).__name__}", spec.describe())
 
-    def within_budget(spec: _ContextSpec) -> None:
+    def within_budget(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.blocked:
             raise _Found(
@@ -617,8 +510,8 @@ def check_evaluator(
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
-    ordinary = _contexts(odd=False)
-    odd = _contexts(odd=True)
+    ordinary = contexts(odd=False)
+    odd = contexts(odd=True)
     both = st.one_of(ordinary, odd)
     loops = st.integers(1, 4).flatmap(
         lambda done_at: st.tuples(
