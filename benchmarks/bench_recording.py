@@ -5,7 +5,9 @@ iterations); the transcript is recorded and written out (``Transcript.to_json``,
 version 2). Rows: bytes per iteration, time per iteration to record + write, and the
 growth of both from the smallest to the largest run (targets: bytes <= 1.2x, time <= 2x;
 version 1, which wrote every request in full, grew quadratically: 4.4 KB -> 128 KB per
-iteration from 10 to 400 iterations). Reading the file back is shown for reference.
+iteration from 10 to 400 iterations). Reading the file back, rendering it as text (``loopsim
+show``) and diffing two readings of it are shown for reference (rendering and diffing
+were quadratic: 87 -> 2,101 us per iteration for the text from 10 to 1,000 iterations).
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ def _loop(iterations: int) -> LoopAgent:
     )
 
 
-def once(iterations: int) -> tuple[float, float, int]:
-    """(record + write seconds, read seconds, bytes) of one recorded run."""
+def once(iterations: int) -> tuple[float, float, int, float, float]:
+    """(record + write seconds, read seconds, bytes, show seconds, diff seconds) of one
+    recorded run: ``show`` renders the text, ``diff`` compares two readings of the file."""
     agent = _loop(iterations)
     gc.collect()
     began = time.perf_counter()
@@ -44,8 +47,16 @@ def once(iterations: int) -> tuple[float, float, int]:
     text = transcript.to_json()
     recorded = time.perf_counter() - began
     began = time.perf_counter()
-    loopsim.Transcript.from_json(text)
-    return recorded, time.perf_counter() - began, len(text.encode("utf-8"))
+    read = loopsim.Transcript.from_json(text)
+    reading = time.perf_counter() - began
+    began = time.perf_counter()
+    loopsim.render_text(read)
+    showing = time.perf_counter() - began
+    other = loopsim.Transcript.from_json(text)
+    began = time.perf_counter()
+    assert loopsim.diff_transcripts(read, other) is None
+    diffing = time.perf_counter() - began
+    return recorded, reading, len(text.encode("utf-8")), showing, diffing
 
 
 def run(
@@ -58,6 +69,8 @@ def run(
         samples = [once(n) for _ in range(repeat if n < 1000 else max(1, repeat // 2))]
         seconds = statistics.median(s[0] for s in samples)
         reading = statistics.median(s[1] for s in samples)
+        showing = statistics.median(s[3] for s in samples)
+        diffing = statistics.median(s[4] for s in samples)
         size = samples[0][2]
         per[n] = (size / n, seconds / n)
         log(f"recording n={n}: {size / n / 1024:.2f} KiB/iter, {seconds / n * 1e6:.0f} us/iter")
@@ -66,6 +79,8 @@ def run(
             Row("recording", f"{case}: transcript bytes per iteration", size / n, "B/iter"),
             Row("recording", f"{case}: record + write per iteration", seconds / n * 1e6, "us/iter"),
             Row("recording", f"{case}: read per iteration", reading / n * 1e6, "us/iter"),
+            Row("recording", f"{case}: show (text) per iteration", showing / n * 1e6, "us/iter"),
+            Row("recording", f"{case}: diff per iteration", diffing / n * 1e6, "us/iter"),
         ]
     small, large = min(sizes), max(sizes)
     if small != large:

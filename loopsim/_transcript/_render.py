@@ -32,6 +32,7 @@ class _RequestTails:
 
     seen: dict[tuple[Any, Any], list[dict[str, Any]]] = field(default_factory=dict)
     tools: dict[tuple[Any, Any], list[str]] = field(default_factory=dict)
+    sent: dict[tuple[Any, Any], list[dict[str, Any]]] = field(default_factory=dict)
 
     def request(
         self, data: Mapping[str, Any]
@@ -40,11 +41,18 @@ class _RequestTails:
         messages: list[dict[str, Any]] = list(data.get("messages") or ())
         before = self.seen.get(key, [])
         common = 0
-        for a, b in zip(before, messages, strict=False):
+        # A request resends the one before it: when that is its prefix (a quick test,
+        # since a transcript shares one object per resent message) only what came after
+        # is compared, so a long loop renders in linear time.
+        sent = self.sent.get(key, [])
+        if len(sent) <= min(len(before), len(messages)) and messages[: len(sent)] == sent:
+            common = len(sent)
+        for a, b in zip(before[common:], messages[common:], strict=False):
             if comparable_message(a) != comparable_message(b):
                 break
             common += 1
         self.seen[key] = list(messages)
+        self.sent[key] = messages
         tools = list(data.get("tools") or ())
         changed = None if self.tools.get(key) == tools else tools
         self.tools[key] = tools
