@@ -13,12 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 import agent_framework as af
+import anyio
 import pytest
 from _af_fake import FakeAFChatClient, af_call
 
 import loopsim
 from loopsim import FunctionCallContent, Message, ScriptedChatClient
+from loopsim._scenario import load_scenario_text, run_scenario
 from loopsim._wording import WORDING, agrees
+from loopsim.agent_framework import as_chat_client, instrument
 
 pytestmark = pytest.mark.filterwarnings(
     # upstream marks its harness classes experimental; that warning is not what we test
@@ -156,3 +159,98 @@ def test_an_approval_left_unanswered_is_hidden_from_the_model_with_its_call() ->
         "assistant",
         [("function_call", "c1"), ("function_approval_request", None)],
     )
+
+
+# -- release_session -------------------------------------------------------------------------
+
+START = {"agent_name": "slow", "input": "x", "description": "job"}
+
+
+def _release_program(engine: str) -> Any:
+    """Start a slow task (not waited on), release at t=5, run the parent again at t=6."""
+    start = Message(
+        "assistant",
+        [FunctionCallContent(call_id="p1", name="background_agents_start_task", arguments=START)],
+    )
+    child_model = ScriptedChatClient([loopsim.Turn("late", delay=100)], name="slow-model")
+    parent_model = ScriptedChatClient([start, "started", "again"], name="boss-model")
+    if engine == "loopsim":
+        child: Any = loopsim.Agent(child_model, name="slow")
+        provider: Any = loopsim.BackgroundAgentsProvider([child])
+        parent: Any = loopsim.Agent(parent_model, name="boss", context_providers=[provider])
+    else:
+        child = af.Agent(client=as_chat_client(child_model), name="slow")
+        provider = af.BackgroundAgentsProvider([child])
+        parent = instrument(
+            af.Agent(client=as_chat_client(parent_model), name="boss", context_providers=[provider])
+        )
+
+    def statuses(session: Any) -> list[str]:
+        return [r["status"] for r in session.state["background_agents"]["tasks"]]
+
+    async def main() -> dict[str, Any]:
+        session = parent.create_session()
+        await parent.run("go", session=session)
+        seen = {"started": statuses(session)}
+        await anyio.sleep(5)
+        await provider.release_session(session)
+        seen["released"] = statuses(session)
+        await anyio.sleep(1)
+        await parent.run("again", session=session)  # its context provider refreshes
+        seen["refreshed"] = statuses(session)
+        seen["child_calls"] = len(child_model.requests)
+        return seen
+
+    return loopsim.record(main)
+
+
+def test_release_session_leaves_the_record_running_until_the_next_refresh() -> None:
+    facts = {}
+    for engine in ENGINES:
+        seen, transcript = _release_program(engine)
+        traced = [
+            (e.time, e.data["task_id"], e.data["status"])
+            for e in transcript.events
+            if e.kind == "task_status"
+        ]
+        facts[engine] = (seen, traced)
+    assert facts["loopsim"] == facts["agent_framework"]
+    seen, traced = facts["loopsim"]
+    assert seen == {
+        "started": ["running"],
+        "released": ["running"],  # release touches no record
+        "refreshed": ["lost"],  # the fresh runtime has no handle for it
+        "child_calls": 1,
+    }
+    # nothing traced at the release (t=5): the change is seen at the refresh (t=6)
+    assert traced == [(0.0, 1, "running"), (6.0, 1, "lost")]
+
+
+RELEASE_SCENARIO = """\
+version: 1
+agents:
+  boss: {policy: {coordinator: {detach: true}}}
+  worker: {policy: {echo: {delay: 500}}}
+parent: {agent: boss, background_agents: [worker]}
+steps:
+  - run: start
+  - advance: 5
+  - release_session
+expect:
+  tasks: {1: lost}
+"""
+
+
+def test_a_scenario_ending_after_a_release_traces_the_same_statuses_on_both_engines() -> None:
+    traced = {}
+    for engine in ENGINES:
+        result = run_scenario(load_scenario_text(RELEASE_SCENARIO), engine=engine)
+        assert result.passed, result.report()
+        assert result.transcript is not None
+        traced[engine] = [
+            (e.time, e.data["task_id"], e.data["status"])
+            for e in result.transcript.events
+            if e.kind == "task_status"
+        ]
+    # the end-of-run read refreshes the records: the record becomes lost then, traced so
+    assert traced["loopsim"] == traced["agent_framework"] == [(0.0, 1, "running"), (5.0, 1, "lost")]
