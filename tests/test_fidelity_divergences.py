@@ -254,3 +254,89 @@ def test_a_scenario_ending_after_a_release_traces_the_same_statuses_on_both_engi
         ]
     # the end-of-run read refreshes the records: the record becomes lost then, traced so
     assert traced["loopsim"] == traced["agent_framework"] == [(0.0, 1, "running"), (5.0, 1, "lost")]
+
+
+# -- same-instant completions ----------------------------------------------------------------
+
+TIE_SCENARIO = """\
+version: 1
+seed: {seed}
+agents:
+  boss: {{policy: coordinator}}
+  a: {{policy: {{echo: {{delay: 7}}}}}}
+  b: {{policy: {{echo: {{delay: 7}}}}}}
+  c: {{policy: {{echo: {{delay: 7}}}}}}
+parent: {{agent: boss, background_agents: [a, b, c]}}
+steps:
+  - run: go
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_of_tasks_finishing_together_the_wait_reports_the_first_requested(seed: int) -> None:
+    seen = {}
+    for engine in ENGINES:
+        result = run_scenario(load_scenario_text(TIE_SCENARIO.format(seed=seed)), engine=engine)
+        assert result.passed, result.report()
+        waits = [
+            e.data["result"]
+            for e in result.events
+            if e.kind == "tool_result" and e.data["name"].endswith("wait_for_first_completion")
+        ]
+        completed = [
+            e.data["task_id"]
+            for e in result.events
+            if e.kind == "task_status" and e.data["status"] == "completed"
+        ]
+        seen[engine] = (len(waits), completed)
+    assert seen["loopsim"] == seen["agent_framework"] == (3, [1, 2, 3])
+
+
+class AFChild(af.BaseAgent):
+    def run(self, messages: Any = None, *, stream: bool = False, **_: Any) -> Any:
+        async def go() -> af.AgentResponse:
+            await anyio.sleep(10)
+            return af.AgentResponse(messages=[af.Message(role="assistant", contents=["done"])])
+
+        return go()
+
+
+class LSChild(loopsim.BaseAgent):
+    async def _run(self, messages: list[Message], session: Any, options: Any) -> Any:
+        await anyio.sleep(10)
+        return loopsim.AgentResponse(Message.assistant("done"))
+
+
+def _wait_reply(engine: str, order: list[int]) -> str:
+    """Start a, b, c (all end at t=10) through the provider's tools; wait for ``order``."""
+    if engine == "loopsim":
+        provider: Any = loopsim.BackgroundAgentsProvider([LSChild(name=n) for n in "abc"])
+        session: Any = loopsim.AgentSession()
+        context: Any = loopsim.SessionContext(input_messages=[])
+    else:
+        provider = af.BackgroundAgentsProvider([AFChild(name=n) for n in "abc"])
+        session = af.AgentSession()
+        context = af.SessionContext(input_messages=[])
+
+    async def main() -> str:
+        await provider.before_run(agent=None, session=session, context=context, state={})
+        tools = {t.name: t for t in context.tools}
+        for name in "abc":
+            await tools["background_agents_start_task"].invoke(
+                arguments={"agent_name": name, "input": "x", "description": name}
+            )
+        reply = await tools["background_agents_wait_for_first_completion"].invoke(
+            arguments={"task_ids": order}
+        )
+        await provider.release_session(session)
+        return str(reply if isinstance(reply, str) else reply[0].text)
+
+    return loopsim.simulate(main)
+
+
+@pytest.mark.parametrize("order", [[3, 1, 2], [2, 3, 1]])
+def test_the_wait_tool_reports_the_first_requested_of_the_finished_tasks(order: list[int]) -> None:
+    ours, theirs = _wait_reply("loopsim", order), _wait_reply("agent_framework", order)
+    assert ours == WORDING["background.wait.finished"].format(task_id=order[0], status="completed")
+    assert agrees(ours, theirs)
+    assert f"Task {order[0]} " in theirs
