@@ -63,7 +63,7 @@ def _ls_call() -> Message:
     )
 
 
-def _approval_program(engine: str, second: str) -> tuple[list[Any], Any]:
+def _approval_program(engine: str, second: str, *, stream: bool = False) -> tuple[list[Any], Any]:
     """rm (asks approval) -> ``second`` ("yes", "no" or a text) -> "next".
 
     Returns the messages of every model request, and the session's stored history.
@@ -80,9 +80,16 @@ def _approval_program(engine: str, second: str) -> tuple[list[Any], Any]:
             client=client, name="ops", tools=[af.tool(delete, approval_mode="always_require")]
         )
 
+    async def run(message: Any, session: Any) -> Any:
+        if not stream:
+            return await agent.run(message, session=session)
+        if engine == "loopsim":
+            return await agent.run_stream(message, session=session).get_final_response()
+        return await agent.run(message, session=session, stream=True).get_final_response()
+
     async def main() -> Any:
         session = agent.create_session()
-        first = await agent.run("rm", session=session)
+        first = await run("rm", session)
         request = first.messages[0].contents[1]
         assert request.type == "function_approval_request"
         if second in ("yes", "no"):
@@ -95,8 +102,8 @@ def _approval_program(engine: str, second: str) -> tuple[list[Any], Any]:
             )
         else:
             message = second
-        await agent.run(message, session=session)
-        await agent.run("next", session=session)
+        await run(message, session)
+        await run("next", session)
         if engine == "loopsim":
             return list(session.history())
         return list(session.state["in_memory"]["messages"])
@@ -109,10 +116,13 @@ def _approval_program(engine: str, second: str) -> tuple[list[Any], Any]:
 ENGINES = ["loopsim", "agent_framework"]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
 @pytest.mark.parametrize("answer", ["yes", "no"])
-def test_after_an_answered_approval_the_model_sees_the_call_then_its_result(answer: str) -> None:
-    ours, ours_stored = _approval_program("loopsim", answer)
-    theirs, theirs_stored = _approval_program("agent_framework", answer)
+def test_after_an_answered_approval_the_model_sees_the_call_then_its_result(
+    answer: str, stream: bool
+) -> None:
+    ours, ours_stored = _approval_program("loopsim", answer, stream=stream)
+    theirs, theirs_stored = _approval_program("agent_framework", answer, stream=stream)
     call = ("assistant", [("function_call", "c1")])
     # the run that answers: the request beside the call and the host's answer are gone,
     # the answer's message became the tool message with the result
