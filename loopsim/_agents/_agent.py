@@ -32,6 +32,7 @@ from .._messages import (
     text_message,
 )
 from .._wording import WORDING, say
+from ._approvals import for_model, has_controls
 from ._base import BaseAgent, ResponseStream, RunOptions
 from ._session import AgentSession, HistoryStoreKind, MessageView
 from ._tools import FunctionTool, ToolArgumentError
@@ -645,6 +646,7 @@ class _RunState:
         "prefix",
         "produced",
         "response_id",
+        "sent_from",
         "session",
         "usage",
     )
@@ -659,6 +661,9 @@ class _RunState:
         self.errors_in_a_row = 0
         self.error_limit_reached = False
         self.approval_ids: dict[str, str] = {}
+        #: how many of ``produced``'s first messages the model is not sent (answers to
+        #: approvals reach it in place of the input that gave them)
+        self.sent_from = 0
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -687,6 +692,28 @@ class _RunState:
         history = session.history()
         self.prefix: tuple[Message, ...] = tuple(input_messages)
         self.later_history: MessageView | None = None
+        approvals = [
+            c
+            for m in input_messages
+            for c in m.contents
+            if isinstance(c, FunctionApprovalResponseContent)
+        ]
+        answered = None
+        if approvals:
+            answered = await agent._answer_approvals(approvals, session)
+            self.produced.append(answered)
+            self.sent_from = 1  # the answers reach the model in place of the input's
+        if history.may_hold_approvals() or any(has_controls(m) for m in input_messages):
+            # upstream's view of approvals (see _approvals): settled ones left out, the
+            # answers given now replaced by their results
+            results = [
+                c
+                for c in (answered.contents if answered is not None else ())
+                if isinstance(c, FunctionResultContent)
+            ]
+            shown, prefix = for_model(history, input_messages, approvals, results)
+            history = MessageView(shown, len(shown))
+            self.prefix = tuple(prefix)
         if context is not None and context.context_messages:
             # Upstream's order: providers' context messages, then the session history, then
             # the new input and what this run produced.
@@ -695,21 +722,11 @@ class _RunState:
                 self.later_history = history
             history = MessageView(lead, len(lead))
         self.history = history
-        approvals = [
-            c
-            for m in input_messages
-            for c in m.contents
-            if isinstance(c, FunctionApprovalResponseContent)
-        ]
-        if not approvals:
-            return None
-        answered = await agent._answer_approvals(approvals, session)
-        self.produced.append(answered)
         return answered
 
     def request(self) -> MessageView:
         """This round's request (history, then prefix and what the run produced), reported."""
-        request = self.history.followed_by((*self.prefix, *self.produced))
+        request = self.history.followed_by((*self.prefix, *self.produced[self.sent_from :]))
         if self.later_history is not None:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None

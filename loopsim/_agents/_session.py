@@ -24,6 +24,7 @@ from typing import Any, Literal, overload
 
 from .. import _trace
 from .._messages import Message
+from ._approvals import HistoryList, may_hold_controls
 from ._session_dicts import HISTORY_STATE_KEY, messages_from_dicts, messages_to_dicts
 
 __all__ = [
@@ -116,6 +117,13 @@ class MessageView(Sequence[Message]):
 
     __hash__ = None  # type: ignore[assignment] # mutable-looking sequence: not hashable
 
+    def may_hold_approvals(self) -> bool:
+        """False when this view surely holds no approval request or answer (O(1) for a
+        session's history); True when it may."""
+        if self._tail:
+            return True
+        return may_hold_controls(self._base, self._stop)
+
     def __repr__(self) -> str:
         return f"MessageView({list(self)!r})"
 
@@ -123,7 +131,7 @@ class MessageView(Sequence[Message]):
 @dataclass(slots=True)
 class _ResponseNode:
     parent: str | None
-    history: list[Message]
+    history: HistoryList
     length: int
 
 
@@ -131,12 +139,12 @@ class _ResponseNode:
 class ConversationService:
     """The simulated remote store behind the two ``service_*`` history stores."""
 
-    conversations: dict[str, list[Message]] = field(default_factory=dict)
+    conversations: dict[str, HistoryList] = field(default_factory=dict)
     responses: dict[str, _ResponseNode] = field(default_factory=dict)
 
     def new_conversation(self) -> str:
         conversation_id = _trace.next_id("conv")
-        self.conversations[conversation_id] = []
+        self.conversations[conversation_id] = HistoryList()
         return conversation_id
 
     def conversation(self, conversation_id: str) -> list[Message]:
@@ -159,13 +167,13 @@ class ConversationService:
         that already has a child copies the prefix once.
         """
         if parent is None:
-            history: list[Message] = []
+            history = HistoryList()
             length = 0
         else:
             node = self._node(parent)
             history, length = node.history, node.length
             if len(history) != length:  # someone already extended this list: fork
-                history = history[:length]
+                history = HistoryList(history[:length])
         history.extend(messages)
         response_id = _trace.next_id("resp-chain")
         self.responses[response_id] = _ResponseNode(parent, history, len(history))
@@ -217,7 +225,7 @@ class AgentSession:
         self.session_id = session_id or _trace.next_id("session")
         self.history_store: HistoryStoreKind = history_store
         self.state: dict[str, Any] = {} if state is None else state
-        self._messages: list[Message] = list(messages)
+        self._messages = HistoryList(messages)
         if history_store == "service_conversation" and service_session_id is None:
             service_session_id = conversation_service().new_conversation()
         self.service_session_id = service_session_id

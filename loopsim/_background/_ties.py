@@ -5,13 +5,12 @@ a scheduling accident in production (which timer callback the event loop ran fir
 loopsim makes that choice explicit so that it can be explored, in the spirit of
 fast-check's scheduler: the wait tool asks a *tie breaker* found in the current trace's
 ``resources`` under :data:`TIE_BREAKER`. The scenario runner installs one that follows
-the scenario's ``ties:`` list, then the simulation's seeded rng (deterministic per seed,
-the same on asyncio and trio) — or, under hypothesis, draws the choice, so that a
-property covers every order that matters and shrinks towards the first requested task.
+the scenario's ``ties:`` list, or, under hypothesis (``vary:``), draws the choice, so that
+a property covers every order that matters and shrinks towards the first requested task.
 
-Without a tie breaker (plain :func:`loopsim.simulate` code, or no simulation at all) the
-first requested task wins, upstream's rule ("if several are already complete, the first
-one in the requested order is chosen").
+Otherwise (no list entry left, plain :func:`loopsim.simulate` code, no simulation at all)
+the first requested task wins: agent_framework's wait tool reports the first task, in the
+requested order, among those its ``asyncio.wait`` found finished.
 """
 
 from __future__ import annotations

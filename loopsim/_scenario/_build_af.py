@@ -114,6 +114,7 @@ class AgentFrameworkWorld(World):
 
     def __init__(self, loaded: LoadedScenario, models: Any = None) -> None:
         super().__init__(loaded, models)
+        self.af_top: Any = None  # the real top agent (its providers are traced)
         try:
             import agent_framework  # noqa: F401, PLC0415 - the optional extra
         except ImportError as exc:
@@ -164,6 +165,7 @@ class AgentFrameworkWorld(World):
                     tools=_af_tools(spec),
                     context_providers=providers,
                 )
+        self.af_top = top
         agent: Any = as_agent(top)
         if self.provider is not None:
             agent = _WithProvider(agent, self.provider)
@@ -233,9 +235,14 @@ class AgentFrameworkWorld(World):
     def task_statuses(self, session: Any) -> dict[int, str]:
         if self.provider is None:
             return {}
+        from ..agent_framework._tracing import report_tasks  # noqa: PLC0415
         from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
 
-        return {task.id: task.status.value for task in background_tasks(self.provider, session)}
+        tasks = background_tasks(self.provider, session)
+        # the refresh may change records (running -> lost after a release): traced, as the
+        # built-in provider traces every change its refresh makes
+        report_tasks(self.af_top, session)
+        return {task.id: task.status.value for task in tasks}
 
 
 def _af_tools(spec: AgentSpec) -> list[Any]:

@@ -335,7 +335,8 @@ def _approval_answer(response: AgentResponse | None, *, approved: bool) -> Messa
 
 class _Ties:
     """The tie breaker a scenario run installs: its ``ties:`` list first, then ``fallback``
-    (hypothesis draws) or the simulation's seeded rng. Records every choice."""
+    (hypothesis draws), else upstream's rule (the first requested of those finished, as
+    agent_framework's wait tool reports it). Records every choice."""
 
     def __init__(self, listed: Sequence[int], trace: Trace, fallback: TieBreaker | None) -> None:
         self.listed = list(listed)
@@ -363,7 +364,7 @@ class _Ties:
         elif self.fallback is not None:
             index = self.fallback(task_ids)
         else:
-            index = self.trace.rng.randrange(len(task_ids))
+            index = 0
         self.chosen.append(index)
         return index
 
