@@ -338,9 +338,8 @@ class _Ties:
     (hypothesis draws), else upstream's rule (the first requested of those finished, as
     agent_framework's wait tool reports it). Records every choice."""
 
-    def __init__(self, listed: Sequence[int], trace: Trace, fallback: TieBreaker | None) -> None:
+    def __init__(self, listed: Sequence[int], fallback: TieBreaker | None) -> None:
         self.listed = list(listed)
-        self.trace = trace
         self.fallback = fallback
         self.chosen: list[int] = []
         self.problems: list[tuple[int, str]] = []
@@ -462,7 +461,7 @@ def execute(
     seed = scenario.seed if seed is None else seed
     backend = backend or scenario.backend
     trace = Trace(seed=seed)
-    ties = _Ties(scenario.ties, trace, tie_breaker)
+    ties = _Ties(scenario.ties, tie_breaker)
     trace.resources[TIE_BREAKER] = ties
     recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
     outcome = Outcome()
