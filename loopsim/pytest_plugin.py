@@ -380,7 +380,7 @@ class ScenarioItem(pytest.Item):
                 else:
                     written = target / f"{safe_file_stem(result.name)}.transcript.json"
         else:
-            cassette = _scenario_cassette(config, self.path, loaded.name)
+            cassette = _scenario_cassette(config, self.path, loaded)
             if cassette is not None:
                 options["models"] = cassette.client
             result = run_scenario(loaded, **options)
@@ -523,13 +523,33 @@ def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     cassette.finish()
 
 
-def _scenario_cassette(config: pytest.Config, path: Path, name: str) -> Any:
+def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     """The cassette of a scenario file (``cassettes/<name>.transcript.json`` next to it),
-    or None: in mode ``none`` a scenario without one runs its own scripts."""
-    from ._transcript._cassette import Cassette  # noqa: PLC0415 - keep startup light
+    or None. A scenario with a real model (a ``model:`` agent) always has one: in mode
+    ``none`` a missing one fails the item, saying how to record it. A scripted scenario
+    without one runs its own scripts in mode ``none``."""
+    from ._scenario._model import model_agents  # noqa: PLC0415 - keep startup light
+    from ._transcript._cassette import Cassette, CassetteMissingError  # noqa: PLC0415
 
     mode = config.getoption(RECORD_MODE_OPTION)
-    target = path.parent / "cassettes" / f"{name}.transcript.json"
-    if mode == "none" and not target.exists():
+    target = path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+    if mode == "none" and not target.exists() and not model_agents(loaded.scenario):
         return None
-    return Cassette(target, mode)
+    try:
+        return Cassette(target, mode)
+    except CassetteMissingError:
+        shown = _shown(config, path)
+        commands = (
+            f"loopsim run {RECORD_MODE_OPTION}=once {shown}",
+            f"pytest {RECORD_MODE_OPTION}=once {shown}",
+        )
+        error = CassetteMissingError(_shown(config, target), commands)
+        pytest.fail(str(error), pytrace=False)
+
+
+def _shown(config: pytest.Config, path: Path) -> Path:
+    """``path`` relative to the folder pytest was started in, when it is inside it."""
+    try:
+        return path.relative_to(config.invocation_params.dir)
+    except ValueError:
+        return path

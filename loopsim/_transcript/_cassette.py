@@ -45,11 +45,14 @@ RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
 class CassetteMissingError(LoopsimError, FileNotFoundError):
     """Record mode ``none`` and no cassette: the message says how to record one."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, commands: Sequence[str] = ("pytest --loopsim-record-mode=once",)
+    ) -> None:
         self.path = path
+        self.commands = tuple(commands)
         super().__init__(
             f"no recording at {path} (record mode 'none' only replays); record it once "
-            "against the real model with: pytest --loopsim-record-mode=once "
+            f"against the real model with: {' or '.join(self.commands)} "
             "(then commit the file)"
         )
 
@@ -138,6 +141,9 @@ class Cassette:
         self.recording = mode == "all" or (mode == "once" and not exists) or mode == "new_episodes"
         self._recorders: list[RecordingChatClient] = []
         self._replays: list[ReplayChatClient] = []
+        #: recording: each agent's first client; a second one replays what it recorded
+        self._first: dict[str, tuple[ReplayChatClient | None, RecordingChatClient]] = {}
+        self._again: list[ReplayChatClient] = []
 
     def __enter__(self) -> Self:
         return self
@@ -147,17 +153,37 @@ class Cassette:
             self.finish()
 
     def client(self, agent_name: str, real: ChatClient) -> ChatClient:
-        """The chat client ``agent_name`` talks to in this mode (``real`` when recording)."""
+        """The chat client ``agent_name`` talks to in this mode (``real`` when recording).
+
+        While recording, a second client for the same agent (the second engine of
+        ``--loopsim-engine both``) replays what the first one recorded, strictly: the real
+        model is asked once, and both runs must send the same requests.
+        """
+        if self.recording and agent_name in self._first:
+            again = ReplayChatClient(
+                Transcript.from_turns(self._turns_of(*self._first[agent_name])), agent_name
+            )
+            self._again.append(again)
+            return again
         replay = ReplayChatClient(self.recorded, agent_name) if self.recorded is not None else None
         if replay is not None:
             self._replays.append(replay)
         if not self.recording and replay is not None:
             return replay
+        resolve = getattr(real, "resolve", None)
+        if callable(resolve):  # a client built on first use (a scenario's `model:`): now,
+            resolve()  # so the recorder finds the API key on it
         live = RecordingChatClient(
             real, agent_name=agent_name, secret_patterns=self.secret_patterns
         )
         self._recorders.append(live)
+        self._first[agent_name] = (replay, live)
         return _Episodes(replay, live) if replay is not None else live
+
+    @staticmethod
+    def _turns_of(replay: ReplayChatClient | None, live: RecordingChatClient) -> list[RecordedTurn]:
+        kept = [] if replay is None else [t for t in replay.turns if t not in replay.unplayed]
+        return [*kept, *live.turns]
 
     def finish(self) -> None:
         """Check every recorded turn was replayed; write the cassette when recording."""
@@ -165,6 +191,8 @@ class Cassette:
             for replay in self._replays:
                 replay.assert_all_played()
             return
+        for again in self._again:
+            again.assert_all_played()
         turns: list[RecordedTurn] = []
         if self.recorded is not None:
             for replay in self._replays:
