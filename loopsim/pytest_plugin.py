@@ -535,16 +535,14 @@ def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     target = path.parent / "cassettes" / f"{loaded.name}.transcript.json"
     if mode == "none" and not target.exists() and not model_agents(loaded.scenario):
         return None
-    try:
+    if mode != "none" or target.exists():
         return Cassette(target, mode)
-    except CassetteMissingError:
-        shown = _shown(config, path)
-        commands = (
-            f"loopsim run {RECORD_MODE_OPTION}=once {shown}",
-            f"pytest {RECORD_MODE_OPTION}=once {shown}",
-        )
-        error = CassetteMissingError(_shown(config, target), commands)
-        pytest.fail(str(error), pytrace=False)
+    shown = _shown(config, path)
+    commands = (
+        f"loopsim run {RECORD_MODE_OPTION}=once {shown}",
+        f"pytest {RECORD_MODE_OPTION}=once {shown}",
+    )
+    pytest.fail(str(CassetteMissingError(_shown(config, target), commands)), pytrace=False)
 
 
 def _shown(config: pytest.Config, path: Path) -> Path:
