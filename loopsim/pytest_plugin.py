@@ -496,7 +496,8 @@ def _add_record_mode_option(group: Any) -> None:
         RECORD_MODE_OPTION,
         choices=RECORD_MODES,
         default="none",
-        help="how the loopsim_cassette fixture treats real models: none (replay only, the "
+        help="how the loopsim_cassette fixture and scenario files (cassettes/<scenario>"
+        ".transcript.json next to the file) treat real models: none (replay only, the "
         "default), once (record a missing cassette), new_episodes (record requests past "
         "the cassette), all (re-record)",
     )

@@ -55,6 +55,25 @@ def test_the_example_replays_its_cassette_and_never_calls_the_model(
     assert result.response_text == "2 + 3 = 5"
 
 
+def test_loopsim_replay_of_the_example_never_calls_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loopsim.cli import main  # the CLI, in process
+
+    loaded = load_scenario(EXAMPLE)
+    import recorded_model  # the example's module, importable once the scenario is loaded
+
+    called: list[str] = []
+    monkeypatch.setattr(recorded_model, "calc", called.append)
+    run = run_scenario(loaded, models=Cassette(COMMITTED, "none").client)
+    recording = run.write_transcript(tmp_path)
+    capsys.readouterr()
+    assert main(["replay", str(recording), "--scenario", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("identical: 2 model calls answered from the recording")
+    assert called == []  # the replay and its model-side check leave the real model alone
+
+
 def test_the_example_replays_without_agent_framework(tmp_path: Path) -> None:
     # `loopsim run scenarios/` in CI: no agent_framework, no network, no key.
     script = textwrap.dedent(
