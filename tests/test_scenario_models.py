@@ -10,6 +10,7 @@ error naming ``agents.<name>.model``.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -208,3 +209,52 @@ def test_an_agent_framework_client_without_the_extra_says_how_to_install(
     assert info.value.location == "agents.bot.model"
     assert "returned an agent_framework chat client" in str(info.value)
     assert "pip install 'loopsim[agent-framework]'" in str(info.value)
+
+
+def test_the_recording_page_shows_the_shipped_example() -> None:
+    page = (ROOT / "docs" / "recording.md").read_text(encoding="utf-8")
+    shown = re.findall(r"```yaml\n(.*?)```", page, flags=re.DOTALL)
+    assert shown == [EXAMPLE.read_text(encoding="utf-8")]
+    assert "cassettes/<scenario name>.transcript.json" in page
+    assert "loopsim run --loopsim-record-mode=once scenarios/recorded_model.loopsim.yaml" in page
+
+
+FACTORY_MODULE = """
+import loopsim
+
+MADE = []
+
+
+def real(name):
+    MADE.append(name)
+    return loopsim.FunctionChatClient(lambda messages, options: "hi " + messages[-1].text)
+
+
+def build(client, name):
+    return loopsim.Agent(client, name=name, instructions="from the factory")
+"""
+
+
+def test_a_factory_builds_the_agent_around_the_real_model(tmp_path: Path) -> None:
+    (tmp_path / "factory_models.py").write_text(FACTORY_MODULE, encoding="utf-8")
+    path = tmp_path / "own.loopsim.yaml"
+    path.write_text(
+        "version: 1\nagents:\n  bot:\n    model: factory_models:real\n"
+        "    factory: factory_models:build\nparent: {agent: bot}\nsteps:\n  - run: there\n"
+        "expect:\n  response: {contains: hi there}\n",
+        encoding="utf-8",
+    )
+    sys.modules.pop("factory_models", None)
+    target = tmp_path / "cassettes" / "own.transcript.json"
+    with Cassette(target, "once") as cassette:
+        assert run_scenario(load_scenario(path), models=cassette.client).passed
+    import factory_models  # the test's module, importable once the scenario is loaded
+
+    assert factory_models.MADE == ["bot"]
+    recorded = loopsim.read_transcript(target)
+    assert [e.data.get("instructions") for e in recorded.events if e.kind == "model_request"] == [
+        "from the factory"
+    ]
+    with Cassette(target, "none") as cassette:
+        assert run_scenario(load_scenario(path), models=cassette.client).passed
+    assert factory_models.MADE == ["bot"]  # the replay made no model
