@@ -13,6 +13,10 @@
   ``--loopsim-max-examples=N`` (at most N draws per ``vary:`` scenario),
   ``--loopsim-reproducers=DIR`` (where a failing ``vary:`` draw is written as a concrete
   scenario file plus its transcript; default ``<rootdir>/.loopsim/reproducers``).
+* ``--loopsim-record-mode=none|once|new_episodes|all``: cassettes (record a real model
+  once, replay it). A scenario with a ``model:`` agent replays
+  ``cassettes/<scenario>.transcript.json`` next to it (in mode ``none`` a missing one
+  fails, saying how to record it); the ``loopsim_cassette`` fixture does it for tests.
 * A scenario with a ``vary:`` block runs as a hypothesis property test: the file as
   written, then draws (``vary_settings.max_examples``, else the active hypothesis
   profile; seeded with the scenario seed in CI, under a derandomizing profile, or with
