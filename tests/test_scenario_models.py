@@ -116,14 +116,23 @@ def test_recording_the_example_against_the_fake_server_gives_the_committed_casse
     with running() as server:
         monkeypatch.setenv("LOOPSIM_EXAMPLE_BASE_URL", server.base_url)
         cassette = Cassette(target, "all")
+        clients: list[Any] = []
+
+        def models(name: str, scenario_client: Any) -> Any:
+            clients.append(cassette.client(name, scenario_client))
+            return clients[-1]
+
         # Both engines: the real model is asked by the first, the second replays it.
-        result = run_scenario(loaded, models=cassette.client, engine="both")
+        result = run_scenario(loaded, models=models, engine="both")
         assert result.passed, result.report()
         cassette.finish()
         requests = list(server.requests)
     assert [path for path, _, _ in requests] == ["/v1/chat/completions"] * 2
     sent = [{k.lower(): v for k, v in headers.items()} for _, headers, _ in requests]
     assert all(headers["authorization"] == f"Bearer {KEY}" for headers in sent)
+    # The recorder found the key on the vendor's client (redacted wherever it shows).
+    assert isinstance(clients[0], loopsim.RecordingChatClient)
+    assert KEY in clients[0].redactor.values
     written = target.read_bytes()
     assert KEY.encode() not in written
     assert written == COMMITTED.read_bytes()

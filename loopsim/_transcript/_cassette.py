@@ -171,8 +171,8 @@ class Cassette:
         if not self.recording and replay is not None:
             return replay
         resolve = getattr(real, "resolve", None)
-        if callable(resolve):  # a client built on first use (a scenario's `model:`): now,
-            resolve()  # so the recorder finds the API key on it
+        if callable(resolve):  # built on first use (a scenario's `model:`): build it now and
+            real = resolve()  # record it directly, so the recorder finds its API key
         live = RecordingChatClient(
             real, agent_name=agent_name, secret_patterns=self.secret_patterns
         )
