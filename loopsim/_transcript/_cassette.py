@@ -69,22 +69,26 @@ class _Episodes:
     def __init__(self, replay: ReplayChatClient, live: RecordingChatClient) -> None:
         self.replay, self.live = replay, live
         self.exhausted = not replay.turns
+        self.answered = 0  # requests the cassette answered (the one past it is not one)
 
     @property
     def requests(self) -> list[ChatRequest]:
         """Requests answered from the cassette, then those sent to the real client."""
-        return [*self.replay.requests, *self.live.requests]
+        return [*self.replay.requests[: self.answered], *self.live.requests]
 
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> ChatResponse:
         if not self.exhausted:
             try:
-                return await self.replay.get_response(messages, options=options)
+                response = await self.replay.get_response(messages, options=options)
             except ReplayMismatchError as exc:
                 if exc.event_index is not None or self.replay.unplayed:
                     raise  # a recorded request that differs: a real divergence
                 self.exhausted = True
+            else:
+                self.answered += 1
+                return response
         return await self.live.get_response(messages, options=options)
 
     async def get_streaming_response(
@@ -95,6 +99,8 @@ class _Episodes:
         stream = self.live if self.exhausted else self.replay
         async for update in stream.get_streaming_response(messages, options=options):
             yield update
+        if stream is self.replay:
+            self.answered += 1
 
 
 class Cassette:

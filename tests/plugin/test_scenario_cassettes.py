@@ -214,3 +214,21 @@ def test_scripted_scenarios_in_the_same_folder_keep_their_scripts(
     result.assert_outcomes(passed=1, failed=1)  # the scripted one runs its script
     result.stdout.fnmatch_lines(["FAILED greet.loopsim.yaml*"])
     assert not (pytester.path / "cassettes" / "scripted.transcript.json").exists()
+
+
+def test_new_episodes_keeps_the_recording_and_adds_the_new_request(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(pytester)
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    path = pytester.path / "greet.loopsim.yaml"
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("  - run: again\n", "  - run: again\n  - run: more\n")
+    path.write_text(text.replace("greeter: 2", "greeter: 3"), encoding="utf-8")
+    monkeypatch.setenv("REPLY", "hello you,")
+    pytester.runpytest("--loopsim-record-mode=new_episodes").assert_outcomes(passed=1)
+    assert log(pytester)[-1] == "asked more"  # only the new request reached the model
+    assert log(pytester).count("asked hi") == 1
+    assert answers_in(cassette(pytester)) == ["hello hi", "hello again", "hello you, more"]
+    monkeypatch.setenv("NO_MODEL", "1")
+    pytester.runpytest().assert_outcomes(passed=1)
