@@ -246,7 +246,8 @@ def _add_run(sub: Any) -> None:
         description="Run scenario files through pytest with the loopsim plugin. Any pytest "
         "option works after the paths: -k, -x, -n auto, --junit-xml=FILE, "
         "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR, "
-        "--loopsim-max-examples=N, --snapshot-update; with pytest-split installed "
+        "--loopsim-max-examples=N, --loopsim-record-mode=once, --snapshot-update; with "
+        "pytest-split installed "
         "(loopsim[shard]) --splits N --group I runs one share of the suite.",
         add_help=True,
     )
@@ -378,6 +379,7 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     if scenario_file is None:
         return replay(args)
     from ._scenario import BACKENDS, load_scenario, run_scenario  # noqa: PLC0415 - keep startup light
+    from ._scenario._model import model_agents  # noqa: PLC0415
 
     try:
         loaded = load_scenario(scenario_file)
@@ -400,7 +402,12 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
             backend=backend,
             models=lambda name, _client: ReplayChatClient(recorded, name),
         )
-        fresh = run_scenario(loaded, seed=recorded.seed, backend=backend).transcript
+        # (not for real models: `model:` agents are never called by a replay)
+        fresh = (
+            None
+            if model_agents(loaded.scenario)
+            else run_scenario(loaded, seed=recorded.seed, backend=backend).transcript
+        )
         error = result.error if isinstance(result.error, ReplayMismatchError) else None
         return Replayed(result.transcript, error=error, fresh=fresh)
 

@@ -13,6 +13,10 @@
   ``--loopsim-max-examples=N`` (at most N draws per ``vary:`` scenario),
   ``--loopsim-reproducers=DIR`` (where a failing ``vary:`` draw is written as a concrete
   scenario file plus its transcript; default ``<rootdir>/.loopsim/reproducers``).
+* ``--loopsim-record-mode=none|once|new_episodes|all``: cassettes (record a real model
+  once, replay it). A scenario with a ``model:`` agent replays
+  ``cassettes/<scenario>.transcript.json`` next to it (in mode ``none`` a missing one
+  fails, saying how to record it); the ``loopsim_cassette`` fixture does it for tests.
 * A scenario with a ``vary:`` block runs as a hypothesis property test: the file as
   written, then draws (``vary_settings.max_examples``, else the active hypothesis
   profile; seeded with the scenario seed in CI, under a derandomizing profile, or with
@@ -380,7 +384,7 @@ class ScenarioItem(pytest.Item):
                 else:
                     written = target / f"{safe_file_stem(result.name)}.transcript.json"
         else:
-            cassette = _scenario_cassette(config, self.path, loaded.name)
+            cassette = _scenario_cassette(config, self.path, loaded)
             if cassette is not None:
                 options["models"] = cassette.client
             result = run_scenario(loaded, **options)
@@ -496,7 +500,8 @@ def _add_record_mode_option(group: Any) -> None:
         RECORD_MODE_OPTION,
         choices=RECORD_MODES,
         default="none",
-        help="how the loopsim_cassette fixture treats real models: none (replay only, the "
+        help="how the loopsim_cassette fixture and scenario files (cassettes/<scenario>"
+        ".transcript.json next to the file) treat real models: none (replay only, the "
         "default), once (record a missing cassette), new_episodes (record requests past "
         "the cassette), all (re-record)",
     )
@@ -523,13 +528,31 @@ def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     cassette.finish()
 
 
-def _scenario_cassette(config: pytest.Config, path: Path, name: str) -> Any:
+def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     """The cassette of a scenario file (``cassettes/<name>.transcript.json`` next to it),
-    or None: in mode ``none`` a scenario without one runs its own scripts."""
-    from ._transcript._cassette import Cassette  # noqa: PLC0415 - keep startup light
+    or None. A scenario with a real model (a ``model:`` agent) always has one: in mode
+    ``none`` a missing one fails the item, saying how to record it. A scripted scenario
+    without one runs its own scripts in mode ``none``."""
+    from ._scenario._model import model_agents  # noqa: PLC0415 - keep startup light
+    from ._transcript._cassette import Cassette, CassetteMissingError  # noqa: PLC0415
 
     mode = config.getoption(RECORD_MODE_OPTION)
-    target = path.parent / "cassettes" / f"{name}.transcript.json"
-    if mode == "none" and not target.exists():
+    target = path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+    if mode == "none" and not target.exists() and not model_agents(loaded.scenario):
         return None
-    return Cassette(target, mode)
+    if mode != "none" or target.exists():
+        return Cassette(target, mode)
+    shown = _shown(config, path)
+    commands = (
+        f"loopsim run {RECORD_MODE_OPTION}=once {shown}",
+        f"pytest {RECORD_MODE_OPTION}=once {shown}",
+    )
+    pytest.fail(str(CassetteMissingError(_shown(config, target), commands)), pytrace=False)
+
+
+def _shown(config: pytest.Config, path: Path) -> Path:
+    """``path`` relative to the folder pytest was started in, when it is inside it."""
+    try:
+        return path.relative_to(config.invocation_params.dir)
+    except ValueError:
+        return path

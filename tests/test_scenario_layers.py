@@ -24,6 +24,7 @@ ORDER = (
     "_json",
     "_validation",
     "_imports",
+    "_model",  # `model:` agents: checked at load, their real client built at run time
     "_references",
     "_engines",
     "_vary_paths",

@@ -1,7 +1,7 @@
 """Scenario files, processed as a one-way pipeline.
 
 schema (``_schema``) → load (``_limits``, ``_source``, ``_yaml``, ``_json``, ``_validation``,
-``_imports``, ``_references``, ``_engines``, ``_vary_paths``, ``_loader``) → build
+``_imports``, ``_model``, ``_references``, ``_engines``, ``_vary_paths``, ``_loader``) → build
 (``_policies``, ``_build`` for loopsim's engine, ``_build_af`` for agent_framework's) →
 run (``_run``) → check (``_check``, ``_compare`` for ``--engine both``) → result
 (``_result``); ``vary:`` property runs (``_vary``) drive the whole pipeline once per draw.

@@ -21,6 +21,7 @@ from .._errors import SimulationError
 from .._messages import AgentResponse, FunctionCallContent, Message, Usage
 from .._usercode import bound_evaluate
 from ._imports import UserCodeError, import_object
+from ._model import ModelClient
 from ._policies import coordinator_client, echo_client
 from ._schema import (
     AgentSpec,
@@ -219,8 +220,14 @@ class World:
         scenario = loaded.scenario
         self.scenario = scenario
         self.clients: dict[str, Any] = {}
+        #: the real models of ``model:`` agents (closed at the end of the run)
+        self.models: list[ModelClient] = []
         for name, spec in scenario.agents.items():
-            if spec.policy is None:
+            if spec.model is not None:
+                model = ModelClient(name, spec.model, loaded.where, loaded.folders)
+                self.models.append(model)
+                self.clients[name] = model
+            elif spec.policy is None:
                 self.clients[name] = ScriptedChatClient(_script(name, spec), name=name)
             else:
                 chosen = spec.policy.chosen
@@ -467,6 +474,11 @@ class World:
         """Release the background runtime of ``session`` (nothing without background agents)."""
         if self.provider is not None:
             await self.provider.release_session(session, cancel_running=cancel_running)
+
+    async def close_models(self) -> None:
+        """End of the run: close what the ``model:`` agents' real clients opened."""
+        for model in self.models:
+            await model.aclose()
 
     def task_statuses(self, session: Any) -> dict[int, str]:
         """Task id → status of the session's background tasks (refreshed first)."""

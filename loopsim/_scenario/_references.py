@@ -11,6 +11,7 @@ from typing import Any
 from .._errors import ScenarioError
 from ._imports import UserCodeError, check_options, import_object
 from ._limits import DEFAULT_LIMITS, ScenarioLimits, listing
+from ._model import model_errors
 from ._schema import (
     AgentSpec,
     ApprovalStep,
@@ -125,6 +126,7 @@ def reference_errors(
         )
     for name, agent in scenario.agents.items():
         yield from _check_agent(name, agent, scenario, where, is_parent=name == parent.agent)
+    yield from model_errors(scenario, where, folders)
 
     if scenario.loop is not None:
         for index, evaluator in enumerate(scenario.loop.evaluators):

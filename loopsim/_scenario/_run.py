@@ -297,7 +297,10 @@ async def _drive(world: World, outcome: Outcome) -> None:
     finally:
         # End of the host process: stop what still runs so nothing leaks.
         with anyio.CancelScope(shield=True):
-            await world.release(host.session, cancel_running=True)
+            try:
+                await world.release(host.session, cancel_running=True)
+            finally:
+                await world.close_models()
 
 
 async def _run(world: World, session: Any, message: Any, outcome: Outcome, index: int) -> bool:

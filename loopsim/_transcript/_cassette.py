@@ -45,11 +45,14 @@ RECORD_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
 class CassetteMissingError(LoopsimError, FileNotFoundError):
     """Record mode ``none`` and no cassette: the message says how to record one."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, commands: Sequence[str] = ("pytest --loopsim-record-mode=once",)
+    ) -> None:
         self.path = path
+        self.commands = tuple(commands)
         super().__init__(
             f"no recording at {path} (record mode 'none' only replays); record it once "
-            "against the real model with: pytest --loopsim-record-mode=once "
+            f"against the real model with: {' or '.join(self.commands)} "
             "(then commit the file)"
         )
 
@@ -66,22 +69,26 @@ class _Episodes:
     def __init__(self, replay: ReplayChatClient, live: RecordingChatClient) -> None:
         self.replay, self.live = replay, live
         self.exhausted = not replay.turns
+        self.answered = 0  # requests the cassette answered (the one past it is not one)
 
     @property
     def requests(self) -> list[ChatRequest]:
         """Requests answered from the cassette, then those sent to the real client."""
-        return [*self.replay.requests, *self.live.requests]
+        return [*self.replay.requests[: self.answered], *self.live.requests]
 
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> ChatResponse:
         if not self.exhausted:
             try:
-                return await self.replay.get_response(messages, options=options)
+                response = await self.replay.get_response(messages, options=options)
             except ReplayMismatchError as exc:
                 if exc.event_index is not None or self.replay.unplayed:
                     raise  # a recorded request that differs: a real divergence
                 self.exhausted = True
+            else:
+                self.answered += 1
+                return response
         return await self.live.get_response(messages, options=options)
 
     async def get_streaming_response(
@@ -92,6 +99,8 @@ class _Episodes:
         stream = self.live if self.exhausted else self.replay
         async for update in stream.get_streaming_response(messages, options=options):
             yield update
+        if stream is self.replay:
+            self.answered += 1
 
 
 class Cassette:
@@ -138,6 +147,9 @@ class Cassette:
         self.recording = mode == "all" or (mode == "once" and not exists) or mode == "new_episodes"
         self._recorders: list[RecordingChatClient] = []
         self._replays: list[ReplayChatClient] = []
+        #: recording: each agent's first client; a second one replays what it recorded
+        self._first: dict[str, tuple[ReplayChatClient | None, RecordingChatClient]] = {}
+        self._again: list[ReplayChatClient] = []
 
     def __enter__(self) -> Self:
         return self
@@ -147,17 +159,37 @@ class Cassette:
             self.finish()
 
     def client(self, agent_name: str, real: ChatClient) -> ChatClient:
-        """The chat client ``agent_name`` talks to in this mode (``real`` when recording)."""
+        """The chat client ``agent_name`` talks to in this mode (``real`` when recording).
+
+        While recording, a second client for the same agent (the second engine of
+        ``--loopsim-engine both``) replays what the first one recorded, strictly: the real
+        model is asked once, and both runs must send the same requests.
+        """
+        if self.recording and agent_name in self._first:
+            again = ReplayChatClient(
+                Transcript.from_turns(self._turns_of(*self._first[agent_name])), agent_name
+            )
+            self._again.append(again)
+            return again
         replay = ReplayChatClient(self.recorded, agent_name) if self.recorded is not None else None
         if replay is not None:
             self._replays.append(replay)
         if not self.recording and replay is not None:
             return replay
+        resolve = getattr(real, "resolve", None)
+        if callable(resolve):  # built on first use (a scenario's `model:`): build it now and
+            real = resolve()  # record it directly, so the recorder finds its API key
         live = RecordingChatClient(
             real, agent_name=agent_name, secret_patterns=self.secret_patterns
         )
         self._recorders.append(live)
+        self._first[agent_name] = (replay, live)
         return _Episodes(replay, live) if replay is not None else live
+
+    @staticmethod
+    def _turns_of(replay: ReplayChatClient | None, live: RecordingChatClient) -> list[RecordedTurn]:
+        kept = [] if replay is None else [t for t in replay.turns if t not in replay.unplayed]
+        return [*kept, *live.turns]
 
     def finish(self) -> None:
         """Check every recorded turn was replayed; write the cassette when recording."""
@@ -165,6 +197,8 @@ class Cassette:
             for replay in self._replays:
                 replay.assert_all_played()
             return
+        for again in self._again:
+            again.assert_all_played()
         turns: list[RecordedTurn] = []
         if self.recorded is not None:
             for replay in self._replays:

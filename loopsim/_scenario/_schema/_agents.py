@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from ._base import (
@@ -208,12 +216,39 @@ class FunctionInvocationSpec(StrictModel):
     max_iterations: PositiveCount = DEFAULT_MAX_TOOL_ITERATIONS
 
 
+def _import_path(value: Any) -> Any:
+    """``module:function``: a dotted module name, a colon, a (dotted) attribute name."""
+    if not isinstance(value, str):
+        raise PydanticCustomError("text", "expected text, got {got}", {"got": describe(value)})
+    module, colon, attr = value.partition(":")
+    parts = [*module.split("."), *attr.split(".")]
+    if not colon or not all(part.isidentifier() for part in parts):
+        raise PydanticCustomError(
+            "import_path",
+            "expected an import path module:function (a dotted module name, a colon, then "
+            "the function's name), got {got}",
+            {"got": describe(value)},
+        )
+    return value
+
+
+ImportPath = Annotated[
+    str,
+    BeforeValidator(_import_path),
+    Field(json_schema_extra={"pattern": r"^[^:\s]+:[^:\s]+$"}),
+]
+
+
 class AgentSpec(StrictModel):
-    """One agent: a script of model turns, or a built-in policy.
+    """One agent: a script of model turns, a built-in policy, or a real model.
 
     ``factory: "module:function"`` builds the user's own agent around that model:
     ``function(client, name)`` receives the scripted chat client (adapted for the engine)
     and the agent's name, and returns the agent (its tools, instructions, middleware...).
+
+    ``model: "module:function"`` makes the agent talk to a real model: ``function(name)``
+    returns a chat client (loopsim's or agent_framework's). Such a scenario replays from
+    its cassette (``cassettes/<scenario>.transcript.json``) and records it on request.
     """
 
     description: Text | None = None
@@ -223,14 +258,30 @@ class AgentSpec(StrictModel):
     tools: dict[Name, ToolSpec] = Field(default_factory=dict)
     factory: Name | None = None
     function_invocation_configuration: FunctionInvocationSpec | None = None
+    model: ImportPath | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_alone(cls, value: str | None, info: ValidationInfo) -> str | None:
+        given = [k for k in ("script", "policy") if info.data.get(k) is not None]
+        if value is not None and given:
+            raise PydanticCustomError(
+                "model_and_script",
+                "`model` (a real model, replayed from the scenario's cassette) replaces "
+                "`script` and `policy`; this agent also has {given}",
+                {"given": " and ".join(f"`{k}`" for k in given)},
+            )
+        return value
 
     @model_validator(mode="after")
     def _script_or_policy(self) -> AgentSpec:
+        if self.model is not None:
+            return self
         if (self.script is None) == (self.policy is None):
             raise PydanticCustomError(
                 "script_or_policy",
-                "an agent needs exactly one of `script` (a list of turns) or `policy` "
-                "(one of: {known}); got {given}",
+                "an agent needs exactly one of `script` (a list of turns), `policy` "
+                "(one of: {known}) or `model` (module:function of a real model); got {given}",
                 {
                     "known": ", ".join(BUILTIN_POLICIES),
                     "given": "both" if self.script is not None else "neither",
