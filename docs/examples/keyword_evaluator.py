@@ -1,4 +1,3 @@
-# ruff: noqa: INP001 - a standalone example module, run from its folder
 """An evaluator that passes ``loopsim check-evaluator``: stop once the agent says a keyword.
 
 Run the checker on it from this folder::

@@ -1,4 +1,3 @@
-# ruff: noqa: INP001 - a standalone example module, run from its folder
 """An evaluator with two realistic bugs that ``loopsim check-evaluator`` catches.
 
 It means to "stop when the agent says DONE, or give up after ``patience`` misses", but:
