@@ -118,6 +118,8 @@ from ._transcript import render_mermaid as render_mermaid
 from ._transcript import render_text as render_text
 from ._transcript import render_timeline as render_timeline
 from ._transcript import write_transcript as write_transcript
+from ._transcript._cassette import Cassette as Cassette
+from ._transcript._cassette import CassetteMissingError as CassetteMissingError
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -137,6 +139,8 @@ __all__ = [
     "BackgroundTaskInfo",
     "BackgroundTaskStatus",
     "BaseAgent",
+    "Cassette",
+    "CassetteMissingError",
     "ChatClient",
     "ChatOptions",
     "ChatRequest",

@@ -533,11 +533,11 @@ def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     or None. A scenario with a real model (a ``model:`` agent) always has one: in mode
     ``none`` a missing one fails the item, saying how to record it. A scripted scenario
     without one runs its own scripts in mode ``none``."""
-    from ._scenario._model import model_agents  # noqa: PLC0415 - keep startup light
+    from ._scenario._model import cassette_path, model_agents  # noqa: PLC0415 - startup
     from ._transcript._cassette import Cassette, CassetteMissingError  # noqa: PLC0415
 
     mode = config.getoption(RECORD_MODE_OPTION)
-    target = path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+    target = cassette_path(loaded) or path.parent / "cassettes" / f"{loaded.name}.transcript.json"
     if mode == "none" and not target.exists() and not model_agents(loaded.scenario):
         return None
     if mode != "none" or target.exists():

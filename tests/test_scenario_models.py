@@ -56,6 +56,57 @@ def test_the_example_replays_its_cassette_and_never_calls_the_model(
     assert result.response_text == "2 + 3 = 5"
 
 
+@pytest.mark.parametrize("engine", ["loopsim", "agent_framework", "both"])
+def test_run_scenario_without_models_replays_the_cassette(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if engine != "loopsim":
+        pytest.importorskip("agent_framework", reason="agent-framework-core is not installed")
+    loaded = load_scenario(EXAMPLE)
+    import recorded_model  # the example's module, importable once the scenario is loaded
+
+    called: list[str] = []
+    monkeypatch.setattr(recorded_model, "calc", called.append)
+    monkeypatch.setattr("socket.create_connection", _refuse)
+    result = run_scenario(loaded, engine=engine)  # type: ignore[arg-type] # engine names
+    assert result.passed, result.report()
+    assert called == []
+    assert result.calls["calc"] == 2
+
+
+def test_run_scenario_without_models_or_cassette_says_how_to_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("recorded_model.loopsim.yaml", "recorded_model.py"):
+        shutil.copy(EXAMPLE.parent / name, tmp_path / name)
+    loaded = load_scenario(tmp_path / EXAMPLE.name)
+    import recorded_model
+
+    called: list[str] = []
+    monkeypatch.setattr(recorded_model, "calc", called.append)
+    with pytest.raises(loopsim.LoopsimError, match="--loopsim-record-mode=once") as raised:
+        run_scenario(loaded)
+    assert str(tmp_path / "cassettes" / "recorded_model.transcript.json") in str(raised.value)
+    assert called == []
+
+
+def test_run_scenario_without_models_fails_on_an_unplayed_recorded_turn(tmp_path: Path) -> None:
+    for name in ("recorded_model.loopsim.yaml", "recorded_model.py"):
+        shutil.copy(EXAMPLE.parent / name, tmp_path / name)
+    (tmp_path / "cassettes").mkdir()
+    recorded = loopsim.read_transcript(COMMITTED)
+    # a third turn the scenario never asks for: the replay must not call that identical
+    extra = [e for e in recorded.events if e.kind in ("model_request", "model_response")][-2:]
+    events = [*recorded.events, *(e.model_copy(update={"seq": e.seq + 100}) for e in extra)]
+    loopsim.write_transcript(
+        tmp_path / "cassettes" / "recorded_model.transcript.json",
+        recorded.model_copy(update={"events": events}),
+    )
+    result = run_scenario(load_scenario(tmp_path / EXAMPLE.name))
+    assert not result.passed
+    assert "1 recorded turn(s) of calc were never replayed" in result.report()
+
+
 def test_loopsim_replay_of_the_example_never_calls_the_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -198,8 +249,8 @@ def test_a_bad_model_function_is_a_located_error(
     assert info.value.location == "agents.bot.model"
     assert info.value.line == 4
     assert problem in str(info.value)
-    # Without a cassette (the Python API), the first request fails the run with it.
-    result = run_scenario(load_scenario(path))
+    # Handed the model itself (no cassette), the first request fails the run with it.
+    result = run_scenario(load_scenario(path), models=lambda _name, model: model)
     assert not result.passed
     assert problem in result.report()
     assert not (tmp_path / "c.transcript.json").exists()

@@ -26,14 +26,44 @@ from typing import Any
 from .._clients import ChatClient, RealTimeChatClient
 from .._errors import ScenarioError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
+from .._transcript._cassette import Cassette, CassetteMissingError
 from ._imports import UserCodeError, import_object
 from ._schema import Scenario, describe
-from ._source import Located
+from ._source import LoadedScenario, Located
 
-__all__ = ["ModelClient", "model_agents", "model_errors"]
+__all__ = ["ModelClient", "cassette_path", "model_agents", "model_errors", "replay_cassette"]
 
 EXPECTED_CALLABLE = "module:function of a function(agent_name) that returns a chat client"
 INSTALL = "pip install 'loopsim[agent-framework]'"
+
+
+def cassette_path(loaded: LoadedScenario) -> Path | None:
+    """``cassettes/<scenario name>.transcript.json`` next to the scenario's file (None for
+    a scenario not read from a file)."""
+    if loaded.where.path is None:
+        return None
+    return loaded.where.path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+
+
+def replay_cassette(loaded: LoadedScenario) -> Cassette | None:
+    """For a scenario with a real model run without ``models=``: its cassette, replayed
+    only (record mode ``none``), so that running it never reaches the real model. None for
+    a scripted scenario. A missing cassette is a :class:`CassetteMissingError` saying how
+    to record it."""
+    if not model_agents(loaded.scenario):
+        return None
+    target = cassette_path(loaded)
+    if target is None:
+        msg = (
+            "this scenario talks to a real model (model:) and was not read from a file, so "
+            "it has no cassette: pass models= (a loopsim Cassette's client) to run it"
+        )
+        raise ScenarioError(msg)
+    shown = loaded.where.path
+    commands = (f"loopsim run --loopsim-record-mode=once {shown}",)
+    if not target.exists():
+        raise CassetteMissingError(target, commands)
+    return Cassette(target, "none")
 
 
 def model_agents(scenario: Scenario) -> list[str]:

@@ -21,6 +21,7 @@ from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
 from ._check import Failure, check_run, warnings_of
 from ._compare import compare_engines
+from ._model import replay_cassette
 from ._run import execute
 from ._schema import ENGINES, Backend, Engine
 from ._source import LoadedScenario
@@ -174,10 +175,14 @@ def run_scenario(
         blocks: which expectation blocks to check (default ``expect`` and, when given,
             ``always``; a ``vary:`` draw checks ``always`` only).
         tie_breaker: decides same-instant ties of background tasks once the scenario's
-            ``ties:`` list is used up (default: the simulation's seeded rng).
+            ``ties:`` list is used up (default: upstream's rule, the first requested of
+            the tasks finished together).
         models: ``models(agent_name, scenario_client)`` returns the chat client that
             agent talks to instead, e.g. a :class:`~loopsim.ReplayChatClient` to feed a
-            recording back (``loopsim replay``) or a recording wrapper.
+            recording back (``loopsim replay``) or a recording wrapper. Without it, a
+            scenario with a real model (``model:``) replays its cassette
+            (``cassettes/<name>.transcript.json`` next to the file) and never calls the
+            model; a missing cassette raises ``CassetteMissingError``.
         engine: ``loopsim`` or ``agent_framework`` overrides the file's ``engine:``;
             ``both`` runs the scenario on each engine, checks the expectations on each,
             then compares the two transcripts event by event (model-facing sentences
@@ -204,10 +209,13 @@ def run_scenario(
                 return exc
 
         return _both(loaded, {one: half(one) for one in ENGINES}, compare=compare)
+    cassette = replay_cassette(loaded) if models is None else None
+    if cassette is not None:
+        models = cassette.client
     run = execute(
         loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models, engine=engine
     )
-    return ScenarioResult(
+    result = ScenarioResult(
         name=loaded.name,
         path=loaded.where.path,
         seed=run.seed,
@@ -231,6 +239,9 @@ def run_scenario(
         ties=list(run.ties.chosen),
         engine=run.engine,
     )
+    if cassette is not None and result.passed:
+        cassette.finish()  # every recorded turn was answered (ReplayMismatchError if not)
+    return result
 
 
 def _both(
