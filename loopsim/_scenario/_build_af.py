@@ -25,10 +25,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .._agents import DelegatingAgent
 from ._build import World, tool_functions
 from ._schema import AgentSpec
 from ._source import LoadedScenario
@@ -68,45 +66,6 @@ class _InlineExecutor(ThreadPoolExecutor):
         return future
 
 
-@dataclass(frozen=True, slots=True)
-class _TaskView:
-    task_id: int
-    agent_name: str
-    description: str
-
-
-class _ProviderView:
-    """agent_framework's provider, read as loopsim's BackgroundTaskCompletionLoopEvaluator
-    reads a provider: the session's tasks still running, after the provider's own refresh."""
-
-    def __init__(self, provider: Any) -> None:
-        self.provider = provider
-
-    def incomplete_tasks(self, session: Any) -> list[_TaskView]:
-        from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
-
-        return [
-            _TaskView(task.id, task.agent_name, task.description)
-            for task in background_tasks(self.provider, session)
-            if task.status.value == "running"
-        ]
-
-
-class _WithProvider(DelegatingAgent):
-    """The real agent, offering its provider to loopsim's background-completion evaluator."""
-
-    def __init__(self, inner: Any, provider: Any) -> None:
-        super().__init__(inner)
-        self.view = _ProviderView(provider)
-
-    def get_service(self, service_type: type[T]) -> T | None:
-        from .._background import BackgroundAgentsProvider  # noqa: PLC0415
-
-        if service_type is BackgroundAgentsProvider:
-            return self.view  # type: ignore[return-value] # read through its incomplete_tasks
-        return super().get_service(service_type)
-
-
 class AgentFrameworkWorld(World):
     """A scenario's world on the agent_framework engine (asyncio only)."""
 
@@ -131,6 +90,7 @@ class AgentFrameworkWorld(World):
         import agent_framework as af  # noqa: PLC0415 - the optional extra
 
         from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+        from ..agent_framework._provider import find_provider  # noqa: PLC0415
 
         asyncio.get_running_loop().set_default_executor(_InlineExecutor())
         scenario = self.scenario
@@ -142,7 +102,7 @@ class AgentFrameworkWorld(World):
             spec = scenario.agents[parent.agent]
             if parent.harness:
                 top = self._af_harness(spec, children)
-                self.provider = _find(top, af.BackgroundAgentsProvider)
+                self.provider = find_provider(top)
             elif spec.factory is not None:
                 top = self._af_agent(parent.agent, spec)
                 self.provider = None
@@ -164,9 +124,8 @@ class AgentFrameworkWorld(World):
                     tools=_af_tools(spec),
                     context_providers=providers,
                 )
+        # as_agent offers the real provider to loopsim's background-completion evaluator
         agent: Any = as_agent(top)
-        if self.provider is not None:
-            agent = _WithProvider(agent, self.provider)
         loop = scenario.loop
         if loop is None or parent.harness:
             self.top = agent
@@ -251,10 +210,3 @@ def _af_tools(spec: AgentSpec) -> list[Any]:
         )
         for part in tool_functions(spec)
     ]
-
-
-def _find(agent: Any, kind: type) -> Any:
-    for provider in getattr(agent, "context_providers", None) or ():
-        if isinstance(provider, kind):
-            return provider
-    return None
