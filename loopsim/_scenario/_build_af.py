@@ -20,12 +20,10 @@ provider and agent objects, as a new process would.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from ._build import World, tool_functions
 from ._schema import AgentSpec
@@ -33,7 +31,6 @@ from ._source import LoadedScenario
 
 __all__ = ["AgentFrameworkWorld"]
 
-T = TypeVar("T")
 
 INSTALL = "pip install 'loopsim[agent-framework]'"
 
@@ -46,24 +43,6 @@ def _quiet_experimental() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"\[HARNESS\]", category=FutureWarning)
         yield
-
-
-class _InlineExecutor(ThreadPoolExecutor):
-    """Runs each job at once, in the loop's thread, in submission order.
-
-    agent_framework runs a sync tool through ``asyncio.to_thread`` and several calls of one
-    model turn concurrently; in real threads, which call finishes first (and what a
-    sibling then sees in the session state) is scheduling luck. A simulated run must be
-    byte-identical every time, so the world's loop runs those jobs inline.
-    """
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting caller
-            future.set_exception(exc)
-        return future
 
 
 class AgentFrameworkWorld(World):
@@ -92,7 +71,6 @@ class AgentFrameworkWorld(World):
         from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
         from ..agent_framework._provider import find_provider  # noqa: PLC0415
 
-        asyncio.get_running_loop().set_default_executor(_InlineExecutor())
         scenario = self.scenario
         parent = scenario.parent
         with _quiet_experimental():
