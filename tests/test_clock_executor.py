@@ -165,7 +165,5 @@ def test_sync_tools_of_one_turn_give_the_same_transcript_every_run() -> None:
         assert log == ["slow a", "quick b"]
         transcripts.add(transcript.model_dump_json())
     assert len(transcripts) == 1
-    results: list[Any] = [
-        e.data["result"] for e in transcript.events if e.kind == "tool_result"
-    ]
+    results: list[Any] = [e.data["result"] for e in transcript.events if e.kind == "tool_result"]
     assert sorted(results) == ["quick:b:2", "slow:a"]
