@@ -186,3 +186,32 @@ def test_the_streamed_harness_scenario_loops_alike_on_both_engines() -> None:
     plain_run = run_scenario(plain, engine="agent_framework", compare=False).transcript
     assert plain_run is not None
     assert loop_events(plain_run) == real_loop
+
+
+def test_a_streamed_loop_stopped_by_a_pending_approval_says_so() -> None:
+    def delete(path: str) -> str:
+        return f"deleted {path}"
+
+    async def main(stream: bool) -> str:
+        turn = loopsim.Message(
+            "assistant",
+            [loopsim.FunctionCallContent(call_id="c1", name="delete", arguments={"path": "/x"})],
+        )
+        agent = instrument(
+            af.Agent(
+                client=as_chat_client(ScriptedChatClient([turn, "ok"])),
+                name="ops",
+                tools=[af.tool(delete, approval_mode="always_require")],
+                middleware=[af.AgentLoopMiddleware(lambda **_: True, max_iterations=3)],
+            )
+        )
+        return await consume(agent, "go", stream=stream)
+
+    _, plain = loopsim.record(main, False)
+    _, streamed = loopsim.record(main, True)
+    assert loop_events(streamed) == loop_events(plain)
+    assert loop_events(streamed)[-1][2] == {
+        "loop": "ops",
+        "reason": "approval_pending",
+        "iterations": 1,
+    }
