@@ -23,6 +23,16 @@ from loopsim import FunctionCallContent, Message, ScriptedChatClient, simulate
 from loopsim.agent_framework import as_chat_client, instrument
 
 
+def test_the_event_loop_internals_the_hold_uses_still_exist() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        assert hasattr(loop, "_default_executor")
+        assert callable(getattr(loop, "_check_default_executor", None))
+        assert hasattr(loop, "_ready")
+    finally:
+        loop.close()
+
+
 def paused(name: str, pause: float) -> str:
     time.sleep(pause)
     return name
