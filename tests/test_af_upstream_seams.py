@@ -65,3 +65,7 @@ def test_the_seams_have_the_members_loopsim_uses() -> None:
     agent = af.Agent(client=None, name="a")  # type: ignore[arg-type]
     assert hasattr(agent, "middleware")  # re-read on every run
     assert "call_id" in inspect.getsource(importlib.import_module("agent_framework._tools"))
+    # a streamed run is followed through its stream's public hooks (loopsim's tracing)
+    for hook in ("with_pull_context_manager", "with_cleanup_hook", "with_result_hook"):
+        assert callable(getattr(af.ResponseStream, hook, None)), hook
+    assert "_process_streaming" in vars(af.AgentLoopMiddleware)  # the loop runs lazily

@@ -15,10 +15,11 @@ The contract (names stable; the scenario engine builds on them):
   agent_framework chat client as a loopsim ChatClient (e.g. behind RecordingChatClient).
 * :func:`as_agent` ``(af_agent) -> AgentFrameworkAgent`` — an agent_framework agent as a
   loopsim ``SupportsAgentRun`` (run, run_stream, sessions, get_service); it instruments
-  the agent.
+  the agent. ``get_service(loopsim.BackgroundAgentsProvider)`` is a view of the agent's
+  real ``BackgroundAgentsProvider`` (what ``BackgroundTaskCompletionLoopEvaluator`` reads).
 * :func:`instrument` ``(af_agent) -> af_agent`` — adds loopsim's tracing middleware (the
   agent, its background child agents, the predicates of its AgentLoopMiddleware), so a
-  run under ``loopsim.record`` yields session_created, loop_iteration_start,
+  run under ``loopsim.record``, streamed or not, yields session_created, loop_iteration_start,
   evaluator_decision, loop_stop and task_status events; model_request/response and
   tool_call/result come from the ``as_chat_client`` client. Idempotent; observes only.
 * :func:`process_restart` — emits the ``process_restart`` event (the host restarting).
