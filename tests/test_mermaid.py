@@ -63,14 +63,22 @@ def test_a_timed_out_wait_is_a_crossed_arrow_and_repeats_fold() -> None:
     ]
 
 
-def test_every_host_call_of_a_multi_step_scenario_is_drawn_with_its_input() -> None:
-    lines = loopsim.render_mermaid(_run("approval_stop")).splitlines()
-    runs = [line for line in lines if line.startswith("    caller->>")]
+@pytest.mark.parametrize(("approved", "answer"), [(True, "approved"), (False, "rejected")])
+def test_every_host_call_of_a_multi_step_scenario_is_drawn_with_its_input(
+    tmp_path: Path, approved: bool, answer: str
+) -> None:
     # the approval answer reaches the model as its call's result (agent_framework's
-    # shape), so the second run has no host text of its own to show
+    # shape): the second run is drawn with the answer read from that result
+    text = (SCENARIOS / "approval_stop.loopsim.yaml").read_text(encoding="utf-8")
+    text = text.replace("approve: true", f"approve: {str(approved).lower()}")
+    (tmp_path / "approval.loopsim.yaml").write_text(text.split("expect:")[0], encoding="utf-8")
+    result = run_scenario(loopsim.load_scenario(tmp_path / "approval.loopsim.yaml"))
+    assert result.transcript is not None
+    lines = loopsim.render_mermaid(result.transcript).splitlines()
+    runs = [line for line in lines if line.startswith("    caller->>")]
     assert runs == [
         '    caller->>L1: t=0 run "clean up"',
-        "    caller->>L1: t=0 run",
+        f'    caller->>L1: t=0 run "{answer} delete_file #35;ops-t1-c1"',
     ]
     assert lines.count("    L1->>A1: t=0 iteration 1") == 2
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._clients._recording import message_summary
-from .._clients._replay import comparable_message
 from .._invariants import WAIT_TOOL, is_wait_timeout
 from ._model import Transcript, TranscriptEvent
+from ._render import _RequestTails
 from ._spans import Span, spans
 
 __all__ = ["HostCall", "host_calls", "render_mermaid", "render_timeline"]
@@ -87,26 +87,25 @@ def _host_input(message: dict[str, Any]) -> str:
     return message_summary(message).partition(": ")[2]
 
 
-class _Seen:
-    """Per (agent, session): the messages the model saw, to find what a request adds."""
-
-    def __init__(self) -> None:
-        self.seen: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
-
-    def new_tail(self, data: dict[str, Any]) -> list[dict[str, Any]]:
-        key = (data.get("agent"), data.get("session"))
-        messages: list[dict[str, Any]] = list(data.get("messages") or ())
-        common = 0
-        for a, b in zip(self.seen.get(key, []), messages, strict=False):
-            if comparable_message(a) != comparable_message(b):
-                break
-            common += 1
-        self.seen[key] = list(messages)
-        return messages[common:]
-
-    def answered(self, data: dict[str, Any]) -> None:
-        key = (data.get("agent"), data.get("session"))
-        self.seen.setdefault(key, []).extend(data.get("messages") or ())
+def _answers(messages: Sequence[dict[str, Any]], tail_from: int, ran: set[str]) -> str:
+    """What the host answered, for a run whose new messages (``messages[tail_from:]``) hold
+    no host message but tool results: an approval answer reaches the model as its call's
+    result. A call that ran in this run before the request was approved; one that did
+    not, rejected. Tool names come from the calls in the messages."""
+    names = {
+        c.get("call_id"): c.get("name")
+        for m in messages
+        for c in m.get("contents", ())
+        if c.get("type") == "function_call"
+    }
+    return ", ".join(
+        f"{'approved' if c.get('call_id') in ran else 'rejected'} "
+        f"{names.get(c.get('call_id'), 'call')} #{c.get('call_id')}"
+        for m in messages[tail_from:]
+        if m.get("role") == "tool"
+        for c in m.get("contents", ())
+        if c.get("type") == "function_result"
+    )
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,8 @@ def host_calls(events: Sequence[TranscriptEvent]) -> list[HostCall]:
     model request brings a new user message that is not a tool result.
     """
     top_session: Any = None
-    tails = _Seen()
+    tails = _RequestTails()
+    ran: set[str] = set()  # ids of the calls run since the last run began
     has_loop = any(e.kind == "loop_iteration_start" for e in events)
     last_iteration: dict[str, int] = {}
     pending: tuple[int, float, str] | None = None
@@ -146,23 +146,30 @@ def host_calls(events: Sequence[TranscriptEvent]) -> list[HostCall]:
             iteration = int(d.get("iteration") or 0)
             if iteration <= last_iteration.get(loop, 0) or loop not in last_iteration:
                 pending = (index, event.time, loop)
+                ran = set()
             last_iteration[loop] = iteration
+        elif event.kind == "tool_call":
+            ran.add(str(d.get("call_id")))
         elif event.kind == "model_request":
-            tail = tails.new_tail(d)
+            earlier, tail, _ = tails.request(d)
             if top_session is None:
                 top_session = d.get("session")
             if d.get("session") != top_session:
                 continue
             fresh = [m for m in tail if _is_host_message(m)]
             if has_loop and pending is not None:
-                given = _host_input(fresh[-1]) if fresh else ""
+                given = (
+                    _host_input(fresh[-1])
+                    if fresh
+                    else _answers(d.get("messages") or [], earlier, ran)
+                )
                 calls.append(HostCall(pending[0], pending[1], ("loop", pending[2]), given))
                 pending = None
             elif not has_loop and fresh:
                 target = ("agent", str(d.get("agent")))
                 calls.append(HostCall(index, event.time, target, _host_input(fresh[-1])))
         elif event.kind == "model_response":
-            tails.answered(d)
+            tails.response(d)
     if pending is not None:
         calls.append(HostCall(pending[0], pending[1], ("loop", pending[2]), ""))
     return calls
