@@ -16,6 +16,7 @@ import agent_framework as af
 import anyio
 import pytest
 from _af_fake import FakeAFChatClient, af_call
+from _shapes import results, shape
 
 import loopsim
 from loopsim import FunctionCallContent, Message, ScriptedChatClient
@@ -27,29 +28,6 @@ pytestmark = pytest.mark.filterwarnings(
     # upstream marks its harness classes experimental; that warning is not what we test
     "ignore::agent_framework._feature_stage.ExperimentalWarning"
 )
-
-Shape = list[tuple[str, list[tuple[str, Any]]]]
-
-
-def shape(messages: Any) -> Shape:
-    """Role and (type, what identifies it) of every content: call ids, results, texts."""
-    out: Shape = []
-    for m in messages:
-        contents: list[tuple[str, Any]] = []
-        for c in m.contents:
-            kind = str(c.type)
-            if kind in ("function_call", "function_result"):
-                contents.append((kind, c.call_id))
-            elif kind == "text":
-                contents.append((kind, c.text))
-            else:
-                contents.append((kind, None))
-        out.append((str(m.role), contents))
-    return out
-
-
-def results(messages: Any) -> list[str]:
-    return [str(c.result) for m in messages for c in m.contents if c.type == "function_result"]
 
 
 def delete(path: str) -> str:

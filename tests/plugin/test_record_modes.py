@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from _shapes import answers_in
 
 pytest_plugins = ["pytester"]
 
@@ -53,15 +53,6 @@ def cassette(pytester: pytest.Pytester) -> Path:
 def calls(pytester: pytest.Pytester) -> list[str]:
     log = pytester.path / "calls.log"
     return log.read_text(encoding="utf-8").split() if log.exists() else []
-
-
-def answers_in(path: Path) -> list[str]:
-    events = json.loads(path.read_text(encoding="utf-8"))["events"]
-    return [
-        e["data"]["messages"][0]["contents"][0]["text"]
-        for e in events
-        if e["kind"] == "model_response"
-    ]
 
 
 def test_the_default_mode_fails_without_a_cassette_and_says_how_to_record(

@@ -8,11 +8,11 @@ without a key). Its cassette lives in ``cassettes/greet.transcript.json``.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
+from _shapes import answers_in
 
 pytest_plugins = ["pytester"]
 
@@ -74,15 +74,6 @@ def cassette(pytester: pytest.Pytester) -> Path:
 def log(pytester: pytest.Pytester) -> list[str]:
     path = pytester.path / "calls.log"
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
-def answers_in(path: Path) -> list[str]:
-    events = json.loads(path.read_text(encoding="utf-8"))["events"]
-    return [
-        e["data"]["messages"][0]["contents"][0]["text"]
-        for e in events
-        if e["kind"] == "model_response"
-    ]
 
 
 def test_mode_none_without_a_cassette_fails_and_says_how_to_record(

@@ -14,6 +14,7 @@ from typing import Any
 import agent_framework as af
 import pytest
 from _af_fake import FakeAFChatClient
+from _shapes import results, shape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -142,35 +143,15 @@ def _program(runs: list[tuple[Any, list[str]]], engine: str) -> list[Any]:
     return [r.messages if engine == "loopsim" else r[0] for r in client.requests]
 
 
-def _shape(request: Any) -> list[Any]:
-    out = []
-    for m in request:
-        contents = []
-        for c in m.contents:
-            kind = str(c.type)
-            if kind in {"function_call", "function_result"}:
-                contents.append((kind, c.call_id))
-            elif kind == "text":
-                contents.append((kind, c.text))
-            else:
-                contents.append((kind, None))
-        out.append((str(m.role), contents))
-    return out
-
-
-def _results(request: Any) -> list[str]:
-    return [str(c.result) for m in request for c in m.contents if c.type == "function_result"]
-
-
 @settings(max_examples=25, deadline=None)
 @given(runs=conversations())
-def test_every_model_request_of_an_approval_flow_has_upstreams_shape(
+def test_every_model_request_of_an_approval_flow_has_upstreamsshape(
     runs: list[tuple[Any, list[str]]],
 ) -> None:
     ours = _program(runs, "loopsim")
     theirs = _program(runs, "agent_framework")
-    assert [_shape(r) for r in ours] == [_shape(r) for r in theirs]
+    assert [shape(r) for r in ours] == [shape(r) for r in theirs]
     for mine, other in zip(ours, theirs, strict=True):
         assert all(
-            agrees(a, b) or a == b for a, b in zip(_results(mine), _results(other), strict=True)
+            agrees(a, b) or a == b for a, b in zip(results(mine), results(other), strict=True)
         )
