@@ -152,6 +152,7 @@ def test_run_loads_the_plugin_exactly_once_however_pytest_is_told(
         check=False,
         cwd=tmp_path,
         env={**os.environ, **environment},
+        timeout=120,
     )
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "1 scenario: 1 passed" in done.stdout
