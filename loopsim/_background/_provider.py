@@ -23,9 +23,7 @@ Status changes are reported through the trace seam as ``task_status`` events (st
 
 from __future__ import annotations
 
-import bisect
 import logging
-import math
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
@@ -43,7 +41,8 @@ from .._agents import (
 )
 from .._messages import Message
 from .._wording import WORDING, say
-from ._spawn import ChildRun, loop_alive, loop_token, settle
+from ._runtime import Index, Runtime, drain, foreign, normalize, record_id
+from ._spawn import ChildRun, loop_token, settle
 from ._task import BackgroundTaskInfo, BackgroundTaskStatus
 from ._ties import break_tie
 
@@ -79,83 +78,6 @@ def _reject_bool(value: object) -> object:
 
 #: An integer task id as the tools accept it (``"3"`` and ``3.0`` pass, ``True`` does not).
 TaskId = Annotated[int, BeforeValidator(_reject_bool)]
-
-
-class _Index:
-    """id → record for one task list object; valid while the list is unchanged by others."""
-
-    __slots__ = ("by_id", "length", "reconciled", "tasks")
-
-    def __init__(self, tasks: list[dict[str, Any]]) -> None:
-        self.tasks = tasks
-        self.by_id: dict[int, dict[str, Any]] = {record["id"]: record for record in tasks}
-        self.length = len(tasks)
-        self.reconciled = False
-
-    def valid_for(self, tasks: list[dict[str, Any]]) -> bool:
-        return self.tasks is tasks and self.length == len(tasks)
-
-    def append(self, record: dict[str, Any]) -> None:
-        self.tasks.append(record)
-        self.by_id[record["id"]] = record
-        self.length += 1
-
-    def remove(self, record: dict[str, Any]) -> None:
-        tasks = self.tasks
-        pos = bisect.bisect_left(tasks, record["id"], key=_record_id)
-        if not (pos < len(tasks) and tasks[pos] is record):  # list not in id order: search
-            pos = next(i for i, candidate in enumerate(tasks) if candidate is record)
-        del tasks[pos]
-        del self.by_id[record["id"]]
-        self.length -= 1
-
-
-def _record_id(record: dict[str, Any]) -> int:
-    return int(record["id"])
-
-
-class _Runtime:
-    """The live side of one parent session: child runs and child sessions."""
-
-    __slots__ = (
-        "child_sessions",
-        "closed",
-        "finished",
-        "in_flight",
-        "index",
-        "token",
-        "tools",
-        "waiting",
-    )
-
-    def __init__(self, token: object | None) -> None:
-        self.token = token
-        self.closed = False
-        #: runs not yet finalized into the session (running, or ended but not collected);
-        #: at most one per task id, so a run that is not here any more (finalized, cleared,
-        #: or replaced by ``continue_task``) must not write its outcome into the session
-        self.in_flight: dict[int, ChildRun] = {}
-        self.child_sessions: dict[int, Any] = {}
-        #: runs that ended since the last refresh (appended by the runs themselves)
-        self.finished: list[ChildRun] = []
-        self.index: _Index | None = None
-        self.tools: tuple[object, list[FunctionTool]] | None = None
-        #: task id -> how many wait-tool calls are blocked on its run right now
-        self.waiting: dict[int, int] = {}
-
-    def track(self, task_id: int, run: ChildRun) -> None:
-        if self.closed:
-            run.cancel()
-            msg = say("background.released.track")
-            raise RuntimeError(msg)
-        self.in_flight[task_id] = run
-
-    def clear(self) -> None:
-        self.in_flight.clear()
-        self.child_sessions.clear()
-        self.finished.clear()
-        self.index = None
-        self.tools = None
 
 
 class _BackgroundTool(FunctionTool):
@@ -238,7 +160,7 @@ class BackgroundAgentsProvider(ContextProvider):
             instructions if instructions is not None else DEFAULT_BACKGROUND_AGENTS_INSTRUCTIONS
         )
         self.instructions = template.replace(BACKGROUND_AGENTS_PLACEHOLDER, self._agent_list())
-        self._runtimes: dict[str, _Runtime] = {}
+        self._runtimes: dict[str, Runtime] = {}
         self._keepalive: set[ChildRun] = set()
 
     def __repr__(self) -> str:
@@ -331,7 +253,7 @@ class BackgroundAgentsProvider(ContextProvider):
         runtime = self._runtimes.get(session_id)
         if runtime is None or runtime.closed:
             return
-        if _foreign(runtime, loop_token()):  # handles of another (ended) event loop
+        if foreign(runtime, loop_token()):  # handles of another (ended) event loop
             runtime.closed = True
             runtime.clear()
             del self._runtimes[session_id]
@@ -343,7 +265,7 @@ class BackgroundAgentsProvider(ContextProvider):
         runtime.closed = True
         try:
             if pending:
-                await _drain(session_id, pending, timeout)
+                await drain(session_id, pending, timeout)
                 self._finalize_awaited(session, runtime, pending)
         finally:
             runtime.clear()
@@ -351,7 +273,7 @@ class BackgroundAgentsProvider(ContextProvider):
                 del self._runtimes[session_id]
 
     def _finalize_awaited(
-        self, session: AgentSession, runtime: _Runtime, runs: Iterable[ChildRun]
+        self, session: AgentSession, runtime: Runtime, runs: Iterable[ChildRun]
     ) -> None:
         """Save the outcome of drained runs a blocked wait tool is waiting on.
 
@@ -377,23 +299,23 @@ class BackgroundAgentsProvider(ContextProvider):
         state = session.state.get(self.source_id)
         if not isinstance(state, dict):
             state = session.state[self.source_id] = {}
-        _normalize(state)
+        normalize(state)
         return state
 
-    def _runtime(self, session: AgentSession) -> _Runtime:
+    def _runtime(self, session: AgentSession) -> Runtime:
         """The session's runtime; a closed one, or one of another event loop, is replaced."""
         session_id = session.session_id
         runtime = self._runtimes.get(session_id)
         token = loop_token()
-        if runtime is not None and (runtime.closed or _foreign(runtime, token)):
+        if runtime is not None and (runtime.closed or foreign(runtime, token)):
             runtime = None
         if runtime is None:
-            runtime = self._runtimes[session_id] = _Runtime(token)
+            runtime = self._runtimes[session_id] = Runtime(token)
         return runtime
 
     def _launch(
         self,
-        runtime: _Runtime,
+        runtime: Runtime,
         task_id: int,
         agent: SupportsAgentRun,
         text: str,
@@ -410,14 +332,14 @@ class BackgroundAgentsProvider(ContextProvider):
         return None
 
     @staticmethod
-    def _index(runtime: _Runtime, tasks: list[dict[str, Any]]) -> _Index:
+    def _index(runtime: Runtime, tasks: list[dict[str, Any]]) -> Index:
         index = runtime.index
         if index is None or not index.valid_for(tasks):
-            index = runtime.index = _Index(tasks)
+            index = runtime.index = Index(tasks)
             runtime.finished.clear()  # the full scan of the next refresh covers them
         return index
 
-    def _refresh(self, session: AgentSession, runtime: _Runtime, state: dict[str, Any]) -> _Index:
+    def _refresh(self, session: AgentSession, runtime: Runtime, state: dict[str, Any]) -> Index:
         """Finalize ended runs; mark ``running`` records without a live run ``lost``."""
         index = self._index(runtime, state["tasks"])
         if not index.reconciled:  # the list is new to this runtime: one full scan
@@ -446,7 +368,7 @@ class BackgroundAgentsProvider(ContextProvider):
         return index
 
     def _finalize(
-        self, session: AgentSession, runtime: _Runtime, record: dict[str, Any], run: ChildRun
+        self, session: AgentSession, runtime: Runtime, record: dict[str, Any], run: ChildRun
     ) -> None:
         if run.status is BackgroundTaskStatus.COMPLETED:
             record["result_text"] = run.result_text
@@ -478,7 +400,7 @@ class BackgroundAgentsProvider(ContextProvider):
 
     # -- the six tools ------------------------------------------------------------------
 
-    def _tools(self, session: AgentSession, runtime: _Runtime) -> list[FunctionTool]:
+    def _tools(self, session: AgentSession, runtime: Runtime) -> list[FunctionTool]:
         """The six tools bound to ``session`` and the runtime current now (cached)."""
         if runtime.tools is not None and runtime.tools[0] is session:
             return runtime.tools[1]
@@ -535,7 +457,7 @@ class BackgroundAgentsProvider(ContextProvider):
     def _start_task(
         self,
         session: AgentSession,
-        runtime: _Runtime,
+        runtime: Runtime,
         agent_name: str,
         input: str,
         description: str,
@@ -567,7 +489,7 @@ class BackgroundAgentsProvider(ContextProvider):
         self._emit(session, record, _RUNNING)
         return say("background.start.ok", task_id=task_id, agent_name=agent_name)
 
-    async def _wait(self, session: AgentSession, runtime: _Runtime, task_ids: Iterable[int]) -> str:
+    async def _wait(self, session: AgentSession, runtime: Runtime, task_ids: Iterable[int]) -> str:
         if runtime.closed:
             return say("background.released.wait")
         requested = list(dict.fromkeys(task_ids))
@@ -579,7 +501,7 @@ class BackgroundAgentsProvider(ContextProvider):
             found = [index.by_id[t] for t in requested if t in index.by_id]
             not_running = [r for r in found if r["status"] != _RUNNING]
             if not_running:
-                first = min(not_running, key=_record_id)  # state order is id order
+                first = min(not_running, key=record_id)  # state order is id order
                 return say(
                     "background.wait.not_running", task_id=first["id"], status=first["status"]
                 )
@@ -625,7 +547,7 @@ class BackgroundAgentsProvider(ContextProvider):
             self._finalize(session, runtime, record, winner)
         return say("background.wait.finished", task_id=winner.task_id, status=winner.status.value)
 
-    def _get_task_results(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
+    def _get_task_results(self, session: AgentSession, runtime: Runtime, task_id: int) -> str:
         index = self._refresh(session, runtime, self._state(session))
         record = index.by_id.get(task_id)
         if record is None:
@@ -642,7 +564,7 @@ class BackgroundAgentsProvider(ContextProvider):
             return say("background.results.running", task_id=task_id)
         return say("background.results.other", task_id=task_id, status=status)
 
-    def _get_all_tasks(self, session: AgentSession, runtime: _Runtime) -> str:
+    def _get_all_tasks(self, session: AgentSession, runtime: Runtime) -> str:
         index = self._refresh(session, runtime, self._state(session))
         if not index.tasks:
             return WORDING["background.list.empty"]
@@ -654,7 +576,7 @@ class BackgroundAgentsProvider(ContextProvider):
         return "\n".join(lines)
 
     def _continue_task(
-        self, session: AgentSession, runtime: _Runtime, task_id: int, text: str
+        self, session: AgentSession, runtime: Runtime, task_id: int, text: str
     ) -> str:
         if runtime.closed:
             return say("background.released.continue")
@@ -681,7 +603,7 @@ class BackgroundAgentsProvider(ContextProvider):
         self._set_status(session, record, _RUNNING)
         return say("background.continue.ok", task_id=task_id)
 
-    def _clear_task(self, session: AgentSession, runtime: _Runtime, task_id: int) -> str:
+    def _clear_task(self, session: AgentSession, runtime: Runtime, task_id: int) -> str:
         if runtime.closed:
             return say("background.released.clear")
         index = self._refresh(session, runtime, self._state(session))
@@ -695,47 +617,3 @@ class BackgroundAgentsProvider(ContextProvider):
         runtime.child_sessions.pop(task_id, None)
         self._emit(session, record, "cleared")
         return say("background.clear.ok", task_id=task_id)
-
-
-def _foreign(runtime: _Runtime, token: object | None) -> bool:
-    """True when ``runtime``'s runs belong to an event loop other than the running one.
-
-    A simulation that ended is a process that ended: its runs are gone, so their tasks
-    read as ``lost`` — in a later simulation, and also when the host inspects the session
-    outside any event loop after the run.
-    """
-    if runtime.token is None:
-        return token is not None
-    if token is not None:
-        return runtime.token is not token
-    return not loop_alive(runtime.token)
-
-
-def _normalize(state: dict[str, Any]) -> None:
-    if not isinstance(state.get("next_task_id"), int):
-        state["next_task_id"] = 1
-    if not isinstance(state.get("tasks"), list):
-        state["tasks"] = []
-
-
-async def _drain(
-    session_id: str,
-    pending: list[ChildRun],
-    timeout: float | None,  # noqa: ASYNC109 - a drain budget, not a caller timeout
-) -> None:
-    """Cancel ``pending`` and wait for them, at most ``timeout`` (virtual) seconds."""
-    deadline = math.inf if timeout is None else anyio.current_time() + float(timeout)
-    for run in pending:
-        run.cancel()
-    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-        for run in pending:
-            await run.wait()
-    left = [run for run in pending if not run.finished]
-    if left:
-        _logger.warning(
-            "release of session %s timed out; abandoning %d background task(s) that did not "
-            "stop: %s",
-            session_id,
-            len(left),
-            ", ".join(str(run.task_id) for run in left),
-        )
