@@ -216,7 +216,9 @@ def test_as_agent_streams_and_finds_its_context_providers() -> None:
     )
     assert agent.get_service(af.BackgroundAgentsProvider) is provider
     assert agent.get_service(af.Agent) is agent.af_agent
-    assert agent.get_service(loopsim.BackgroundAgentsProvider) is None
+    view = agent.get_service(loopsim.BackgroundAgentsProvider)  # loopsim's evaluators' view
+    assert view is not None
+    assert view.provider is provider  # type: ignore[attr-defined] # a ProviderView
     assert (agent.name, agent.description) == ("p", None)
 
     async def main() -> list[loopsim.AgentResponseUpdate]:

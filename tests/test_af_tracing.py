@@ -25,8 +25,8 @@ KINDS = {
 }
 
 
-def loopsim_anchor() -> Any:
-    """The anchor program on the built-in engine (loopsim's own classes)."""
+def loopsim_anchor(*, stream: bool = False) -> Any:
+    """The anchor program on the built-in engine (loopsim's own classes), streamed or not."""
     web = loopsim.Agent(
         ScriptedChatClient([Turn("3 sources", delay=0.5)], name="web-model"),
         name="web",
@@ -53,6 +53,8 @@ def loopsim_anchor() -> Any:
 
     async def main() -> str:
         session = parent.create_session()
+        if stream:
+            return (await parent.run("Research X.", session=session, stream=True)).text
         return (await parent.run("Research X.", session=session)).text
 
     return main

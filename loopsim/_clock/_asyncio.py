@@ -16,6 +16,11 @@ before time moves), then decides:
 * nothing can ever wake the loop → declare a :class:`SimulationDeadlock` (unless a
   task sits in anyio's worker-thread call with its own limiter: then wait for real).
 
+Executor jobs (``asyncio.to_thread``, ``run_in_executor``) are waited for when they are
+submitted, up to :data:`HOLD` real seconds: a quick job hands back before the loop goes
+on, so jobs run in submission order whatever the threads' speed. A job that asks the
+loop for something, or takes longer, runs on as a worker thread (see ``_hold_for``).
+
 Timers due at the same instant fire in the order they were scheduled: CPython orders
 its timer heap by deadline only, so ties would follow heap layout; the loop's timer
 handles carry a sequence number as a tie-breaker.
@@ -34,11 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import heapq
 import itertools
 import math
 import selectors
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sized
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import Context
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +64,7 @@ from ._session import (
     park_abandoned,
     waits_on_thread,
 )
+from ._watchdog import real_time
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -64,6 +73,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
+
+#: Real seconds the loop waits for a just-submitted executor job before it goes on
+#: without it (see ``_hold_for``): quick jobs (a sync tool) are thereby run in order.
+HOLD = 0.05
+#: Real seconds between two looks at whether the held job asks the loop for something.
+HOLD_POLL = 0.0005
 
 _Ready = list[tuple[selectors.SelectorKey, int]]
 
@@ -174,6 +189,26 @@ class _IdleAwareSelector(selectors.BaseSelector):
         return self.on_idle(timeout)
 
 
+def _hold_for(job: Future[Any], ready: Sized) -> None:
+    """Let a just-submitted executor job finish before the loop goes on, if it is quick.
+
+    A job that ends within :data:`HOLD` real seconds hands its result back at one fixed
+    point (its wake-up is queued while the loop waits here, after everything already
+    ready), so the order of a run never depends on how fast threads are: jobs run one
+    after another, in submission order, as if inline. A job that asks the loop for
+    something (``call_soon_threadsafe``, ``run_coroutine_threadsafe(...).result()``: the
+    ready queue grows) or takes longer is left to run as a worker thread: the loop goes
+    on at once, with virtual time held still until the job reports, as before.
+    """
+    finished = threading.Event()
+    job.add_done_callback(lambda _job: finished.set())  # after wrap_future's own hand-back
+    asked = len(ready)
+    deadline = real_time() + HOLD
+    while not finished.wait(HOLD_POLL):
+        if len(ready) != asked or real_time() >= deadline:
+            return
+
+
 class VirtualEventLoop(asyncio.SelectorEventLoop):
     """A selector event loop on the virtual clock of one :class:`Session`.
 
@@ -239,11 +274,25 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         # time must not move (the job's result comes "instantly" in virtual time). The
         # job runs in a copy of the caller's context (as asyncio.to_thread's does), so it
         # is seen as this simulation's code (its virtual wall clock, current_clock()).
+        self._check_closed()  # type: ignore[attr-defined]  # BaseEventLoop's own check
+        if executor is None:
+            executor = self._default_pool()
         context = contextvars.copy_context()
-        future = super().run_in_executor(executor, context.run, func, *args)
+        job: Future[T] = executor.submit(functools.partial(context.run, func, *args))
+        future: asyncio.Future[T] = asyncio.wrap_future(job, loop=self)
         self._executor_jobs += 1
         future.add_done_callback(self._executor_job_done)
+        _hold_for(job, self._ready)  # type: ignore[attr-defined]  # CPython's ready queue
         return future
+
+    def _default_pool(self) -> Executor:
+        # BaseEventLoop.run_in_executor's lazily made default executor, made the same way.
+        executor: Executor | None = self._default_executor  # type: ignore[has-type]  # CPython's slot, untyped
+        self._check_default_executor()  # type: ignore[attr-defined]  # refuses after shutdown
+        if executor is None:
+            executor = ThreadPoolExecutor(thread_name_prefix="asyncio")
+            self._default_executor = executor
+        return executor
 
     def _executor_job_done(self, _future: asyncio.Future[Any]) -> None:
         self._executor_jobs -= 1

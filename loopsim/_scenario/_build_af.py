@@ -20,22 +20,17 @@ provider and agent objects, as a new process would.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from .._agents import DelegatingAgent
 from ._build import World, tool_functions
 from ._schema import AgentSpec
 from ._source import LoadedScenario
 
 __all__ = ["AgentFrameworkWorld"]
 
-T = TypeVar("T")
 
 INSTALL = "pip install 'loopsim[agent-framework]'"
 
@@ -48,63 +43,6 @@ def _quiet_experimental() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"\[HARNESS\]", category=FutureWarning)
         yield
-
-
-class _InlineExecutor(ThreadPoolExecutor):
-    """Runs each job at once, in the loop's thread, in submission order.
-
-    agent_framework runs a sync tool through ``asyncio.to_thread`` and several calls of one
-    model turn concurrently; in real threads, which call finishes first (and what a
-    sibling then sees in the session state) is scheduling luck. A simulated run must be
-    byte-identical every time, so the world's loop runs those jobs inline.
-    """
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - delivered to the awaiting caller
-            future.set_exception(exc)
-        return future
-
-
-@dataclass(frozen=True, slots=True)
-class _TaskView:
-    task_id: int
-    agent_name: str
-    description: str
-
-
-class _ProviderView:
-    """agent_framework's provider, read as loopsim's BackgroundTaskCompletionLoopEvaluator
-    reads a provider: the session's tasks still running, after the provider's own refresh."""
-
-    def __init__(self, provider: Any) -> None:
-        self.provider = provider
-
-    def incomplete_tasks(self, session: Any) -> list[_TaskView]:
-        from ..agent_framework._upstream import background_tasks  # noqa: PLC0415
-
-        return [
-            _TaskView(task.id, task.agent_name, task.description)
-            for task in background_tasks(self.provider, session)
-            if task.status.value == "running"
-        ]
-
-
-class _WithProvider(DelegatingAgent):
-    """The real agent, offering its provider to loopsim's background-completion evaluator."""
-
-    def __init__(self, inner: Any, provider: Any) -> None:
-        super().__init__(inner)
-        self.view = _ProviderView(provider)
-
-    def get_service(self, service_type: type[T]) -> T | None:
-        from .._background import BackgroundAgentsProvider  # noqa: PLC0415
-
-        if service_type is BackgroundAgentsProvider:
-            return self.view  # type: ignore[return-value] # read through its incomplete_tasks
-        return super().get_service(service_type)
 
 
 class AgentFrameworkWorld(World):
@@ -132,8 +70,8 @@ class AgentFrameworkWorld(World):
         import agent_framework as af  # noqa: PLC0415 - the optional extra
 
         from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+        from ..agent_framework._provider import find_provider  # noqa: PLC0415
 
-        asyncio.get_running_loop().set_default_executor(_InlineExecutor())
         scenario = self.scenario
         parent = scenario.parent
         with _quiet_experimental():
@@ -143,7 +81,7 @@ class AgentFrameworkWorld(World):
             spec = scenario.agents[parent.agent]
             if parent.harness:
                 top = self._af_harness(spec, children)
-                self.provider = _find(top, af.BackgroundAgentsProvider)
+                self.provider = find_provider(top)
             elif spec.factory is not None:
                 top = self._af_agent(parent.agent, spec)
                 self.provider = None
@@ -166,9 +104,8 @@ class AgentFrameworkWorld(World):
                     context_providers=providers,
                 )
         self.af_top = top
+        # as_agent offers the real provider to loopsim's background-completion evaluator
         agent: Any = as_agent(top)
-        if self.provider is not None:
-            agent = _WithProvider(agent, self.provider)
         loop = scenario.loop
         if loop is None or parent.harness:
             self.top = agent
@@ -258,10 +195,3 @@ def _af_tools(spec: AgentSpec) -> list[Any]:
         )
         for part in tool_functions(spec)
     ]
-
-
-def _find(agent: Any, kind: type) -> Any:
-    for provider in getattr(agent, "context_providers", None) or ():
-        if isinstance(provider, kind):
-            return provider
-    return None

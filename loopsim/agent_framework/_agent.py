@@ -15,6 +15,7 @@ from ._convert import (
     to_loopsim_agent_response,
     to_loopsim_agent_update,
 )
+from ._provider import ProviderView, find_provider
 from ._runtime import require_asyncio
 from ._scope import RunScope, run_scope
 from ._tracing import agent_label, instrument, note_session
@@ -46,11 +47,16 @@ class AgentFrameworkAgent:
     ``run``/``run_stream`` take loopsim messages and return loopsim responses; sessions
     are agent_framework's own ``AgentSession`` objects (opaque to loopsim), serialized
     with their ``to_dict``/``from_dict``. ``get_service(T)`` finds ``T`` among the agent's
-    context providers (or the agent itself). The agent is instrumented for tracing.
+    context providers (or the agent itself); ``get_service(loopsim.BackgroundAgentsProvider)``
+    is a :class:`~loopsim.agent_framework._provider.ProviderView` of the agent's
+    ``agent_framework.BackgroundAgentsProvider``, what loopsim's
+    ``BackgroundTaskCompletionLoopEvaluator`` reads. The agent is instrumented for tracing.
     """
 
     def __init__(self, af_agent: Any) -> None:
         self.af_agent = instrument(af_agent)
+        provider = find_provider(af_agent)
+        self.provider_view = None if provider is None else ProviderView(provider)
 
     def __repr__(self) -> str:
         return f"AgentFrameworkAgent({agent_label(self.af_agent)!r})"
@@ -113,7 +119,14 @@ class AgentFrameworkAgent:
         return session
 
     def get_service(self, service_type: type[T]) -> T | None:
-        """The first context provider (or the agent itself) that is a ``service_type``."""
+        """The first context provider (or the agent itself) that is a ``service_type``.
+
+        For loopsim's ``BackgroundAgentsProvider``: the view of the real provider (or None).
+        """
+        from .._background import BackgroundAgentsProvider  # noqa: PLC0415 - a light import
+
+        if service_type is BackgroundAgentsProvider:
+            return self.provider_view  # type: ignore[return-value] # read through incomplete_tasks
         if isinstance(self.af_agent, service_type):
             return self.af_agent
         for provider in getattr(self.af_agent, "context_providers", None) or ():

@@ -9,7 +9,8 @@
   each BackgroundAgentsProvider's task records in the session with what it last saw.
 * loop_iteration_start / evaluator_decision / loop_stop: :func:`instrument` wraps each
   ``AgentLoopMiddleware``'s ``should_continue`` predicate (the user's function, called as
-  before) and puts a boundary middleware just outside the loop (non-streaming runs).
+  before) and puts a boundary middleware just outside the loop; a streamed loop runs
+  while the caller iterates, so it is observed through its stream's pull and cleanup hooks.
 * process_restart: :func:`process_restart`, called by whoever simulates the restart.
 """
 
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from typing import Any
 
 import agent_framework as af
@@ -199,14 +200,29 @@ class _LoopState:
     loop: str
     iteration: int = 0
     last_decision: str | None = None
-    iterations_seen: list[int] = field(default_factory=list)
+    last_result: Any = None
+    completed: int = 0
+    ended: BaseException | None = None
+    reported: bool = False
+
+    def finished(self, result: Any) -> None:
+        """One iteration's run is over (``loop_stop`` counts the finished ones)."""
+        self.completed += 1
+        self.last_result = result
 
 
 _loop_state: ContextVar[_LoopState | None] = ContextVar("loopsim_af_loop", default=None)
 
 
 class RunTraceMiddleware(af.AgentMiddleware):
-    """Innermost agent middleware: sets the run scope, reports sessions, iterations, tasks."""
+    """Innermost agent middleware: sets the run scope, reports sessions, iterations, tasks.
+
+    A streamed run happens while the caller iterates, after this middleware returned: its
+    result stream gets the run scope around every pull (``with_pull_context_manager``,
+    the seam agent_framework uses for its own run identity) and the closing task report
+    as a result hook, which runs where a non-streamed run's report runs (after the run's
+    own result hooks: the context providers' ``after_run``).
+    """
 
     async def process(
         self, context: af.AgentContext, call_next: Callable[[], Awaitable[None]]
@@ -222,17 +238,66 @@ class RunTraceMiddleware(af.AgentMiddleware):
         if loop is not None and loop.agent is agent:
             loop.iteration += 1
             _trace.emit("loop_iteration_start", loop=loop.loop, iteration=loop.iteration)
+        else:
+            loop = None
         scope = RunScope(label, session_id, agent)
+        streamed = False
         with run_scope(scope):
             report_tasks(agent, session)
             try:
                 await call_next()
+                result = context.result
+                if context.stream and isinstance(result, af.ResponseStream):
+                    streamed = True
+                    _observe_run_stream(result, scope, session, loop)
+                elif loop is not None:
+                    loop.finished(result)
             finally:
-                report_tasks(agent, session)
+                if not streamed:
+                    report_tasks(agent, session)
+
+
+def _observe_run_stream(
+    stream: af.ResponseStream[Any, Any], scope: RunScope, session: Any, loop: _LoopState | None
+) -> None:
+    def finished(final: Any) -> None:
+        report_tasks(scope.agent_object, session)
+        # The loop finalizes an iteration inside a pull of its stream; a stream the caller
+        # closed early is finalized too (by upstream's telemetry), but the loop never
+        # counted that iteration.
+        if loop is not None and _loop_state.get() is loop:
+            loop.finished(final)
+
+    stream.with_pull_context_manager(functools.partial(run_scope, scope))
+    stream.with_result_hook(finished)
+
+
+class _LoopPull:
+    """Around each pull of a streamed loop: the loop's state is current; an end is noted."""
+
+    def __init__(self, state: _LoopState) -> None:
+        self.state = state
+        self.token: Token[_LoopState | None] | None = None
+
+    def __enter__(self) -> None:
+        self.token = _loop_state.set(self.state)
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if self.token is not None:
+            _loop_state.reset(self.token)
+            self.token = None
+        if exc is not None and self.state.ended is None:
+            self.state.ended = exc
 
 
 class _LoopBoundary(af.AgentMiddleware):
-    """Sits just outside an AgentLoopMiddleware: opens the loop's state, reports its stop."""
+    """Sits just outside an AgentLoopMiddleware: opens the loop's state, reports its stop.
+
+    Non-streamed, the loop runs inside ``call_next``. Streamed, it runs while the caller
+    iterates the stream the loop returns: that stream makes the loop's state current
+    around every pull and reports the stop from its cleanup hook, which runs once the
+    loop is over (finished, failed, or closed early by the caller: ``cancelled``).
+    """
 
     def __init__(self, loop: af.AgentLoopMiddleware) -> None:
         self.loop = loop
@@ -240,10 +305,14 @@ class _LoopBoundary(af.AgentMiddleware):
     async def process(
         self, context: af.AgentContext, call_next: Callable[[], Awaitable[None]]
     ) -> None:
-        if context.stream:  # the loop runs while the caller iterates: not observed here
-            await call_next()
-            return
         state = _LoopState(agent=context.agent, loop=agent_label(context.agent))
+        if context.stream:
+            await call_next()
+            stream = context.result
+            if isinstance(stream, af.ResponseStream):
+                stream.with_pull_context_manager(functools.partial(_LoopPull, state))
+                stream.with_cleanup_hook(functools.partial(self._stream_stopped, state))
+            return
         token = _loop_state.set(state)
         reason = "error"
         try:
@@ -259,7 +328,26 @@ class _LoopBoundary(af.AgentMiddleware):
             raise
         finally:
             _loop_state.reset(token)
-            _trace.emit("loop_stop", loop=state.loop, reason=reason, iterations=state.iteration)
+            _trace.emit("loop_stop", loop=state.loop, reason=reason, iterations=state.completed)
+
+    def _stream_stopped(self, state: _LoopState) -> None:
+        if state.reported:
+            return
+        state.reported = True
+        ended = state.ended
+        if ended is None:  # the caller closed the stream before the loop was over
+            reason = "cancelled"
+        elif not isinstance(ended, StopAsyncIteration):
+            reason = "cancelled" if _is_cancel(ended) else "error"
+        elif _pending_approval(state.last_result):
+            reason = "approval_pending"
+        elif state.last_decision == "stop":
+            reason = "evaluators_stopped"
+        elif self.loop.max_iterations is not None and state.completed >= self.loop.max_iterations:
+            reason = "max_iterations"
+        else:  # upstream ends a streamed loop quietly on MiddlewareTermination
+            reason = "cancelled"
+        _trace.emit("loop_stop", loop=state.loop, reason=reason, iterations=state.completed)
 
 
 def _is_cancel(exc: BaseException) -> bool:
