@@ -312,9 +312,11 @@ class Agent(BaseAgent):
         #: options win key by key)
         self.default_options: dict[str, Any] = dict(default_options or {})
         self._label = name or self.id
-        #: a harness agent sends providers' context messages with the first model call of
-        #: a run only (upstream persists history per service call)
-        self._context_messages_first_call_only = False
+        #: a harness agent persists history after every model call, as upstream's
+        #: per-service-call history persistence does: providers' context messages reach
+        #: the first model call of a run only, and a streamed run keeps its messages in
+        #: the session as the model and tools made them (no author_name stamped)
+        self._per_service_call_history = False
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -477,8 +479,10 @@ class Agent(BaseAgent):
         state = _RunState(self, input_messages, session)
         answered = await state.begin(options)
         agent_id = self.id
+        # upstream streams every update under the agent's name unless it names its author
+        author = self.name
         if answered is not None:
-            yield message_update(answered, response_id=None, agent_id=agent_id)
+            yield _named(message_update(answered, response_id=None, agent_id=agent_id), author)
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
@@ -497,7 +501,7 @@ class Agent(BaseAgent):
                     if _has_call(chat_update):
                         held.append(chat_update)
                     else:
-                        yield _update_from_chat(chat_update, agent_id)
+                        yield _update_from_chat(chat_update, agent_id, author)
                 chat_response = ChatResponse.from_updates(chat_updates)
             except Exception as exc:
                 state.failed(exc, round_number)
@@ -506,20 +510,27 @@ class Agent(BaseAgent):
             if final:  # held calls are dropped, never run; a fallback text may be added
                 fallback = state.finish_without_tools(chat_response)
                 if fallback is not None:
-                    yield message_update(fallback, response_id=state.response_id, agent_id=agent_id)
+                    update = message_update(
+                        fallback, response_id=state.response_id, agent_id=agent_id
+                    )
+                    yield _named(update, author)
                 break
             if not calls:
                 state.produced.extend(chat_response.messages)
                 break
             pending = state.pending(calls)
             for chat_update in held:
-                yield _update_from_chat(_with_approval_requests(chat_update, pending), agent_id)
+                asked = _with_approval_requests(chat_update, pending)
+                yield _update_from_chat(asked, agent_id, author)
             tool_message, done = await state.act(chat_response, calls, pending)
             if tool_message is not None:
-                yield message_update(tool_message, response_id=state.response_id, agent_id=agent_id)
+                update = message_update(
+                    tool_message, response_id=state.response_id, agent_id=agent_id
+                )
+                yield _named(update, author)
             if done:
                 break
-        yield await state.finish()
+        yield await state.finish(streamed=True)
 
     def _chat_options(self, context: SessionContext | None, options: dict[str, Any]) -> ChatOptions:
         if context is None and not options:
@@ -718,7 +729,7 @@ class _RunState:
             # Upstream's order: providers' context messages, then the session history, then
             # the new input and what this run produced.
             lead = (*context.context_messages, *history)
-            if agent._context_messages_first_call_only:
+            if agent._per_service_call_history:
                 self.later_history = history
             history = MessageView(lead, len(lead))
         self.history = history
@@ -849,17 +860,26 @@ class _RunState:
         self._count_errors(tool_message)
         return tool_message, False
 
-    async def finish(self) -> AgentResponse:
-        """The run's response, stored in history, then the providers' ``after_run``."""
+    async def finish(self, *, streamed: bool = False) -> AgentResponse:
+        """The run's response, stored in history, then the providers' ``after_run``.
+
+        Args:
+            streamed: the run was streamed (``run_stream``).
+        """
         agent, session = self.agent, self.session
         # upstream names the agent on every message of its response that names nobody, once
         # the run is done (its tool-loop requests still show them unnamed). New message
         # objects, not a change in place: what was already recorded stays as it was sent.
         author = agent.name or "UnnamedAgent"
+        made = self.produced
         produced = self.produced = [
             m if m.author_name is not None else m.model_copy(update={"author_name": author})
-            for m in self.produced
+            for m in made
         ]
+        # Upstream stamps the response's messages in place, so the history keeps them named,
+        # except where a streamed run persisted each model call's messages itself (a harness
+        # agent): those are other objects, never named.
+        kept = made if streamed and agent._per_service_call_history else produced
         response = build_agent_response(
             produced,
             response_id=self.response_id or _trace.next_id("resp"),
@@ -869,7 +889,7 @@ class _RunState:
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read
             response._response_format = response_format
-        session.add_messages([*self.input_messages, *produced])
+        session.add_messages([*self.input_messages, *kept])
         providers = agent.context_providers
         if providers:
             context = self.context
@@ -917,11 +937,20 @@ def _with_approval_requests(message: _M, pending: dict[str, str]) -> _M:
     return message.model_copy(update={"contents": contents})
 
 
-def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentResponseUpdate:
+def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpdate:
+    """``update`` under ``author`` when it names nobody (upstream's streamed updates)."""
+    if update.author_name is not None or author is None:
+        return update
+    return update.model_copy(update={"author_name": author})
+
+
+def _update_from_chat(
+    update: ChatResponseUpdate, agent_id: str, author: str | None
+) -> AgentResponseUpdate:
     return build_agent_update(
         update.role,
         update.contents,
-        author_name=update.author_name,
+        author_name=update.author_name or author,
         message_id=update.message_id,
         response_id=update.response_id,
         agent_id=agent_id,
