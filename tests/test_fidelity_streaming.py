@@ -1,0 +1,207 @@
+"""Streamed runs name their messages as agent_framework names them, on both engines.
+
+Upstream names the agent (``author_name``) on every message of a finished run's response
+that names nobody, in place, so the session history, which holds those same objects,
+keeps them named. Two things differ in a streamed run:
+
+* every streamed update carries the agent's name (``None`` for an unnamed agent);
+* a harness agent persists each model call's messages as it goes (per-service-call
+  history persistence); in a streamed run those are other objects than the response's,
+  so the history keeps them unnamed, and the next run's requests show them unnamed.
+
+Each test runs one program on loopsim's built-in engine and on agent-framework-core
+(behind a minimal fake chat client that copies each request as it is sent) and asserts
+the same facts of both: what the model is sent, what the session keeps, the names on the
+updates and on the response.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import agent_framework as af
+import pytest
+from _af_fake import FakeAFChatClient, af_call
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import loopsim
+from loopsim import FunctionCallContent, Message, ScriptedChatClient
+
+pytestmark = pytest.mark.filterwarnings(
+    # upstream marks its harness classes experimental; that warning is not what we test
+    "ignore::agent_framework._feature_stage.ExperimentalWarning"
+)
+
+ENGINES = ("loopsim", "agent_framework")
+#: upstream's harness options that turn off what loopsim's harness does not have
+AF_HARNESS_OFF = {
+    "disable_tool_auto_approval": True,
+    "disable_todo": True,
+    "disable_mode": True,
+    "disable_file_memory": True,
+    "disable_compaction": True,
+    "disable_web_search": True,
+}
+
+Names = list[tuple[str, str | None]]
+
+
+class SnapshotAFChatClient(FakeAFChatClient):
+    """The fake client, keeping each request as it was when sent (upstream names the
+    messages of a finished run in place, after the requests that carried them)."""
+
+    def _next(self, messages: Sequence[af.Message], options: Mapping[str, Any]) -> af.ChatResponse:
+        reply = super()._next(messages, options)
+        self.requests[-1] = ([copy.deepcopy(m) for m in messages], dict(options))
+        return reply
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@dataclass(frozen=True)
+class Program:
+    """Runs of one agent on one session; run i makes ``rounds[i]`` tool rounds, then answers."""
+
+    harness: bool
+    stream: bool
+    name: str | None
+    rounds: tuple[int, ...]
+
+
+@dataclass
+class Seen:
+    """What one engine did: role and author of every message, per request, per run."""
+
+    requests: list[Names]
+    updates: list[Names]
+    responses: list[Names]
+    stored: Names
+
+
+def names(messages: Any) -> Names:
+    return [(str(m.role), m.author_name) for m in messages]
+
+
+def runs_of(updates: Any) -> Names:
+    """Role and author of the updates, a run of alike ones once (a text may come in chunks)."""
+    out: Names = []
+    for row in names(updates):
+        if not out or out[-1] != row:
+            out.append(row)
+    return out
+
+
+def _replies(engine: str, rounds: Sequence[int]) -> list[Any]:
+    replies: list[Any] = []
+    for run, count in enumerate(rounds):
+        for i in range(count):
+            call_id, arguments = f"c{run}-{i}", {"a": run, "b": i}
+            if engine == "loopsim":
+                call = FunctionCallContent(call_id=call_id, name="add", arguments=arguments)
+                replies.append(Message("assistant", [call]))
+            else:
+                replies.append(af_call(call_id, "add", **arguments))
+        replies.append(f"answer {run}")
+    return replies
+
+
+def _agent(engine: str, program: Program, client: Any) -> Any:
+    if engine == "loopsim":
+        if program.harness:
+            return loopsim.create_harness_agent(client, name=program.name, tools=[add])
+        return loopsim.Agent(client, name=program.name, tools=[add])
+    if program.harness:
+        return af.create_harness_agent(client, name=program.name, tools=[add], **AF_HARNESS_OFF)
+    return af.Agent(client=client, name=program.name, tools=[add])
+
+
+def run_program(engine: str, program: Program) -> Seen:
+    replies = _replies(engine, program.rounds)
+    client: Any = (
+        ScriptedChatClient(replies) if engine == "loopsim" else SnapshotAFChatClient(replies)
+    )
+    agent = _agent(engine, program, client)
+    updates: list[Names] = []
+    responses: list[Names] = []
+
+    async def main() -> Any:
+        session = agent.create_session()
+        for run in range(len(program.rounds)):
+            if program.stream:
+                stream = agent.run(f"ask {run}", session=session, stream=True)
+                updates.append(runs_of([u async for u in stream]))
+                response = await stream.get_final_response()
+            else:
+                response = await agent.run(f"ask {run}", session=session)
+            responses.append(names(response.messages))
+        if engine == "loopsim":
+            return list(session.history())
+        return list(session.state["in_memory"]["messages"])
+
+    stored = loopsim.simulate(main)
+    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    return Seen([names(r) for r in sent], updates, responses, names(stored))
+
+
+def both(program: Program) -> tuple[Seen, Seen]:
+    return run_program("loopsim", program), run_program("agent_framework", program)
+
+
+U, A, T = "user", "assistant", "tool"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+def test_the_next_run_is_sent_the_history_named_as_upstream_keeps_it(
+    harness: bool, stream: bool
+) -> None:
+    ours, theirs = both(Program(harness, stream, "h", (1, 0)))
+    assert ours.requests == theirs.requests
+    assert ours.stored == theirs.stored
+    # within a run, the tool loop's requests show the run's messages unnamed, always
+    assert ours.requests[1] == [(U, None), (A, None), (T, None)]
+    # the next run: named, except after a streamed harness run
+    author = None if harness and stream else "h"
+    assert ours.requests[2] == [(U, None), (A, author), (T, author), (A, author), (U, None)]
+    assert ours.stored == [(U, None), (A, author), (T, author), (A, author), (U, None), (A, author)]
+
+
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+def test_streamed_updates_and_the_response_carry_the_agents_name(harness: bool) -> None:
+    ours, theirs = both(Program(harness, True, "h", (1,)))
+    # the call, the tool's result, the answer: each update named
+    assert ours.updates == theirs.updates == [[(A, "h"), (T, "h"), (A, "h")]]
+    assert ours.responses == theirs.responses == [[(A, "h"), (T, "h"), (A, "h")]]
+
+
+def test_an_unnamed_harness_streams_unnamed_updates_and_keeps_its_history_unnamed() -> None:
+    ours, theirs = both(Program(True, True, None, (1, 0)))
+    assert ours.updates == theirs.updates
+    assert ours.updates[0] == [(A, None), (T, None), (A, None)]
+    unnamed = "UnnamedAgent"  # upstream's name for the response of an agent without one
+    assert ours.responses == theirs.responses
+    assert ours.responses[0] == [(A, unnamed), (T, unnamed), (A, unnamed)]
+    assert ours.stored == theirs.stored
+    assert [author for _, author in ours.stored] == [None] * 6
+
+
+@settings(deadline=None, max_examples=12)
+@given(
+    harness=st.booleans(),
+    stream=st.booleans(),
+    name=st.sampled_from(["h", None]),
+    rounds=st.lists(st.integers(0, 2), min_size=1, max_size=3).map(tuple),
+)
+def test_any_program_is_named_alike_on_both_engines(
+    harness: bool, stream: bool, name: str | None, rounds: tuple[int, ...]
+) -> None:
+    ours, theirs = both(Program(harness, stream, name, rounds))
+    assert ours == theirs
+    assert len(ours.requests) == sum(rounds) + len(rounds)
