@@ -205,3 +205,109 @@ def test_any_program_is_named_alike_on_both_engines(
     ours, theirs = both(Program(harness, stream, name, rounds))
     assert ours == theirs
     assert len(ours.requests) == sum(rounds) + len(rounds)
+
+
+# -- a harness agent's approvals -------------------------------------------------------------
+
+Kinds = list[tuple[str, str | None, list[str]]]
+
+
+def kinds(messages: Any) -> Kinds:
+    """Role, author and content types of every message."""
+    return [(str(m.role), m.author_name, [str(c.type) for c in m.contents]) for m in messages]
+
+
+def delete(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _approval_harness(engine: str, second: str, *, stream: bool) -> tuple[list[Kinds], Kinds]:
+    """A harness agent: rm (asks approval) -> ``second`` ("yes", "no" or a text) -> "next".
+
+    Returns every model request as sent, and the session's stored history.
+    """
+    replies: list[Any] = ["done", "again"]
+    if engine == "loopsim":
+        call = FunctionCallContent(call_id="c1", name="delete", arguments={"path": "/x"})
+        client: Any = ScriptedChatClient([Message("assistant", [call]), *replies])
+        gated: Any = loopsim.tool(delete, approval_mode="always_require")
+        agent: Any = loopsim.create_harness_agent(client, name="h", tools=[gated])
+    else:
+        client = SnapshotAFChatClient([af_call("c1", "delete", path="/x"), *replies])
+        gated = af.tool(delete, approval_mode="always_require")
+        agent = af.create_harness_agent(client, name="h", tools=[gated], **AF_HARNESS_OFF)
+
+    async def run(message: Any, session: Any) -> Any:
+        if not stream:
+            return await agent.run(message, session=session)
+        response = agent.run(message, session=session, stream=True)
+        async for _ in response:
+            pass
+        return await response.get_final_response()
+
+    async def main() -> Any:
+        session = agent.create_session()
+        first = await run("rm", session)
+        request = first.messages[0].contents[1]
+        assert request.type == "function_approval_request"
+        message: Any = second
+        if second in ("yes", "no") and engine == "loopsim":
+            message = Message("user", [request.create_response(second == "yes")])
+        elif second in ("yes", "no"):
+            answer = request.to_function_approval_response(second == "yes")
+            message = af.Message(role="user", contents=[answer])
+        await run(message, session)
+        await run("next", session)
+        if engine == "loopsim":
+            return list(session.history())
+        return list(session.state["in_memory"]["messages"])
+
+    stored = loopsim.simulate(main)
+    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    return [kinds(r) for r in sent], kinds(stored)
+
+
+CALL, ASK = "function_call", "function_approval_request"
+RESULT, TEXT = "function_result", "text"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_a_harness_keeps_an_answered_approval_as_its_model_calls_saw_it(
+    answer: str, stream: bool
+) -> None:
+    ours, ours_stored = _approval_harness("loopsim", answer, stream=stream)
+    theirs, theirs_stored = _approval_harness("agent_framework", answer, stream=stream)
+    assert ours == theirs
+    assert ours_stored == theirs_stored
+    named = None if stream else "h"
+    # the answering run: the history as loaded (a plain run hides the request; a harness
+    # loads it beneath the tool loop, so a non-streamed run shows it), then the result
+    asked = [CALL] if stream else [CALL, ASK]
+    assert ours[1] == [(U, None, [TEXT]), (A, named, asked), (T, None, [RESULT])]
+    # the session keeps the result in place of the host's answer, never named; a streamed
+    # run never kept the request beside the call
+    assert ours_stored == [
+        (U, None, [TEXT]),
+        (A, named, asked),
+        (T, None, [RESULT]),
+        (A, named, [TEXT]),
+        (U, None, [TEXT]),
+        (A, named, [TEXT]),
+    ]
+    # the next run: the request, settled by its result, is left out
+    assert ours[2][1] == (A, named, [CALL])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+def test_a_harness_shows_an_approval_left_unanswered_as_loaded(stream: bool) -> None:
+    ours, ours_stored = _approval_harness("loopsim", "never mind", stream=stream)
+    theirs, theirs_stored = _approval_harness("agent_framework", "never mind", stream=stream)
+    assert ours == theirs
+    assert ours_stored == theirs_stored
+    # a plain agent hides the open request with its call; a harness's tool loop sees the
+    # input only, so the history reaches the model as loaded
+    asked = (A, None, [CALL]) if stream else (A, "h", [CALL, ASK])
+    assert ours[1] == [(U, None, [TEXT]), asked, (U, None, [TEXT])]
+    assert ours[2][1] == asked

@@ -314,8 +314,11 @@ class Agent(BaseAgent):
         self._label = name or self.id
         #: a harness agent persists history after every model call, as upstream's
         #: per-service-call history persistence does: providers' context messages reach
-        #: the first model call of a run only, and a streamed run keeps its messages in
-        #: the session as the model and tools made them (no author_name stamped)
+        #: the first model call of a run only; the session keeps the input as the first
+        #: call was sent it (answers to approvals replaced by results, unnamed); approval
+        #: answers and open requests in the history reach the model as loaded; and a
+        #: streamed run keeps its messages as the model and tools made them (no
+        #: author_name stamped, no approval request beside a call)
         self._per_service_call_history = False
 
     def get_service(self, service_type: type[T]) -> T | None:
@@ -722,7 +725,13 @@ class _RunState:
                 for c in (answered.contents if answered is not None else ())
                 if isinstance(c, FunctionResultContent)
             ]
-            shown, prefix = for_model(history, input_messages, approvals, results)
+            shown, prefix = for_model(
+                history,
+                input_messages,
+                approvals,
+                results,
+                loop_sees_history=not agent._per_service_call_history,
+            )
             history = MessageView(shown, len(shown))
             self.prefix = tuple(prefix)
         if context is not None and context.context_messages:
@@ -879,7 +888,12 @@ class _RunState:
         # Upstream stamps the response's messages in place, so the history keeps them named,
         # except where a streamed run persisted each model call's messages itself (a harness
         # agent): those are other objects, never named.
-        kept = made if streamed and agent._per_service_call_history else produced
+        kept = [*self.input_messages, *produced]
+        if agent._per_service_call_history:
+            later = made if streamed else produced
+            if streamed:
+                later = _without_approval_requests(later)
+            kept = [*self.prefix, *later[self.sent_from :]]
         response = build_agent_response(
             produced,
             response_id=self.response_id or _trace.next_id("resp"),
@@ -889,7 +903,7 @@ class _RunState:
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read
             response._response_format = response_format
-        session.add_messages([*self.input_messages, *kept])
+        session.add_messages(kept)
         providers = agent.context_providers
         if providers:
             context = self.context
@@ -942,6 +956,18 @@ def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpda
     if update.author_name is not None or author is None:
         return update
     return update.model_copy(update={"author_name": author})
+
+
+def _without_approval_requests(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` without the approval requests a run put beside its calls."""
+    out: list[Message] = []
+    for message in messages:
+        kept = [c for c in message.contents if not isinstance(c, FunctionApprovalRequestContent)]
+        if len(kept) == len(message.contents):
+            out.append(message)
+        elif kept:
+            out.append(message.model_copy(update={"contents": kept}))
+    return out
 
 
 def _update_from_chat(
