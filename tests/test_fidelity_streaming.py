@@ -311,3 +311,57 @@ def test_a_harness_shows_an_approval_left_unanswered_as_loaded(stream: bool) -> 
     asked = (A, None, [CALL]) if stream else (A, "h", [CALL, ASK])
     assert ours[1] == [(U, None, [TEXT]), asked, (U, None, [TEXT])]
     assert ours[2][1] == asked
+
+
+def _two_asks(engine: str, *, stream: bool) -> tuple[Kinds, list[list[str]], Kinds]:
+    """One answer asking for two gated calls: the response, the updates' content types
+    (streamed), and the stored history."""
+    if engine == "loopsim":
+        calls = [
+            FunctionCallContent(call_id=f"c{i}", name="delete", arguments={"path": f"/{i}"})
+            for i in range(2)
+        ]
+        client: Any = ScriptedChatClient([Message("assistant", calls)])
+        gated: Any = loopsim.tool(delete, approval_mode="always_require")
+        agent: Any = loopsim.Agent(client, name="h", tools=[gated])
+    else:
+        contents = [
+            af.Content.from_function_call(
+                call_id=f"c{i}", name="delete", arguments={"path": f"/{i}"}
+            )
+            for i in range(2)
+        ]
+        client = SnapshotAFChatClient([af.Message(role="assistant", contents=contents)])
+        gated = af.tool(delete, approval_mode="always_require")
+        agent = af.Agent(client=client, name="h", tools=[gated])
+    updates: list[list[str]] = []
+
+    async def main() -> Any:
+        session = agent.create_session()
+        if stream:
+            response = agent.run("rm both", session=session, stream=True)
+            updates.extend([[str(c.type) for c in u.contents] async for u in response])
+            final = await response.get_final_response()
+        else:
+            final = await agent.run("rm both", session=session)
+        stored = (
+            session.history() if engine == "loopsim" else session.state["in_memory"]["messages"]
+        )
+        return kinds(final.messages), list(stored)
+
+    response, stored = loopsim.simulate(main)
+    return response, updates, kinds(stored)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+def test_approval_requests_follow_all_the_calls_of_the_answer(stream: bool) -> None:
+    ours, ours_updates, ours_stored = _two_asks("loopsim", stream=stream)
+    theirs, theirs_updates, theirs_stored = _two_asks("agent_framework", stream=stream)
+    both_asked = [(A, "h", [CALL, CALL, ASK, ASK])]
+    assert ours == theirs == both_asked
+    assert ours_stored == theirs_stored == [(U, None, [TEXT]), *both_asked]
+    if stream:
+        # the calls as the model streamed them (loopsim's scripted model: one per update),
+        # then the requests as one update of their own
+        assert [t for u in ours_updates for t in u] == [t for u in theirs_updates for t in u]
+        assert ours_updates[-1] == theirs_updates[-1] == [ASK, ASK]

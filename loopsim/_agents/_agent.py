@@ -523,8 +523,12 @@ class Agent(BaseAgent):
                 break
             pending = state.pending(calls)
             for chat_update in held:
-                asked = _with_approval_requests(chat_update, pending)
-                yield _update_from_chat(asked, agent_id, author)
+                yield _update_from_chat(chat_update, agent_id, author)
+            if pending:  # upstream: the requests follow the calls, as an update of their own
+                requests = _approval_requests(calls, pending)
+                yield build_agent_update(
+                    "assistant", requests, author_name=author, agent_id=agent_id
+                )
             tool_message, done = await state.act(chat_response, calls, pending)
             if tool_message is not None:
                 update = message_update(
@@ -856,7 +860,7 @@ class _RunState:
         """Keep the answer and run the tools it may run: (tool message or None, run done)."""
         agent, produced = self.agent, self.produced
         if pending:
-            produced.extend(_with_approval_requests(m, pending) for m in chat_response.messages)
+            produced.extend(_with_approval_requests(chat_response.messages, calls, pending))
             runnable = [c for c in calls if c.call_id not in pending]
             if not runnable:
                 return None, True
@@ -933,22 +937,39 @@ def _note(exc: BaseException, text: str) -> None:
         add_note(text)
 
 
-_M = TypeVar("_M", Message, ChatResponseUpdate)
+def _approval_requests(
+    calls: Sequence[FunctionCallContent], pending: dict[str, str]
+) -> list[FunctionApprovalRequestContent]:
+    """An approval request (its own id) for each pending call, in call order."""
+    return [
+        FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c)
+        for c in calls
+        if c.call_id in pending
+    ]
 
 
-def _with_approval_requests(message: _M, pending: dict[str, str]) -> _M:
-    """``message`` with an approval request (its own id) after each pending call.
+def _with_approval_requests(
+    messages: Sequence[Message], calls: Sequence[FunctionCallContent], pending: dict[str, str]
+) -> list[Message]:
+    """``messages`` with the approval requests after the calls.
 
-    Upstream's shape: the function call stays, and the request follows it.
+    Upstream's shape: the function calls stay, and the requests follow them, in call
+    order, at the end of the last message holding a call.
     """
-    if not pending:
-        return message
-    contents: list[Any] = []
-    for c in message.contents:
-        contents.append(c)
-        if isinstance(c, FunctionCallContent) and c.call_id in pending:
-            contents.append(FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c))
-    return message.model_copy(update={"contents": contents})
+    out = list(messages)
+    last = max(
+        (
+            i
+            for i, m in enumerate(out)
+            if any(isinstance(c, FunctionCallContent) for c in m.contents)
+        ),
+        default=None,
+    )
+    if last is None or not pending:
+        return out
+    contents = [*out[last].contents, *_approval_requests(calls, pending)]
+    out[last] = out[last].model_copy(update={"contents": contents})
+    return out
 
 
 def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpdate:
