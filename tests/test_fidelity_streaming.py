@@ -365,3 +365,67 @@ def test_approval_requests_follow_all_the_calls_of_the_answer(stream: bool) -> N
         # then the requests as one update of their own
         assert [t for u in ours_updates for t in u] == [t for u in theirs_updates for t in u]
         assert ours_updates[-1] == theirs_updates[-1] == [ASK, ASK]
+
+
+def boom(x: int) -> int:
+    """Fail, always."""
+    msg = f"no {x}"
+    raise RuntimeError(msg)
+
+
+def _past_the_error_limit(engine: str, *, harness: bool, stream: bool) -> tuple[Kinds, Kinds]:
+    """Three failing tool rounds, a fourth call past the limit (dropped: the fallback text
+    answers), then a second run. Returns the second run's request and the stored history."""
+    if engine == "loopsim":
+        replies: list[Any] = [
+            Message(
+                "assistant", [FunctionCallContent(call_id=f"c{i}", name="boom", arguments={"x": i})]
+            )
+            for i in range(4)
+        ]
+        client: Any = ScriptedChatClient([*replies, "again"])
+        agent: Any = (
+            loopsim.create_harness_agent(client, name="h", tools=[boom])
+            if harness
+            else loopsim.Agent(client, name="h", tools=[boom])
+        )
+    else:
+        client = SnapshotAFChatClient([*(af_call(f"c{i}", "boom", x=i) for i in range(4)), "again"])
+        agent = (
+            af.create_harness_agent(client, name="h", tools=[boom], **AF_HARNESS_OFF)
+            if harness
+            else af.Agent(client=client, name="h", tools=[boom])
+        )
+
+    async def main() -> Any:
+        session = agent.create_session()
+        for text in ("go", "next"):
+            if stream:
+                response = agent.run(text, session=session, stream=True)
+                async for _ in response:
+                    pass
+                await response.get_final_response()
+            else:
+                await agent.run(text, session=session)
+        if engine == "loopsim":
+            return list(session.history())
+        return list(session.state["in_memory"]["messages"])
+
+    stored = loopsim.simulate(main)
+    last = client.requests[-1].messages if engine == "loopsim" else client.requests[-1][0]
+    return kinds(last), kinds(stored)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+def test_the_fallback_text_past_the_error_limit_is_kept_as_upstream_keeps_it(
+    harness: bool, stream: bool
+) -> None:
+    ours, ours_stored = _past_the_error_limit("loopsim", harness=harness, stream=stream)
+    theirs, theirs_stored = _past_the_error_limit("agent_framework", harness=harness, stream=stream)
+    assert ours == theirs
+    assert ours_stored == theirs_stored
+    # a streamed harness persisted each model call itself: the fallback text, which no
+    # model call made, is not in its history
+    texts = [kinds for role, _, kinds in ours_stored if role == A and kinds == [TEXT]]
+    assert len(texts) == (1 if harness and stream else 2)

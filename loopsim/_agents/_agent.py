@@ -658,6 +658,7 @@ class _RunState:
         "context",
         "error_limit_reached",
         "errors_in_a_row",
+        "fallback",
         "history",
         "input_messages",
         "later_history",
@@ -679,6 +680,8 @@ class _RunState:
         self.errors_in_a_row = 0
         self.error_limit_reached = False
         self.approval_ids: dict[str, str] = {}
+        #: the text added past a tool-loop limit when nothing visible was left, if any
+        self.fallback: Message | None = None
         #: how many of ``produced``'s first messages the model is not sent (answers to
         #: approvals reach it in place of the input that gave them)
         self.sent_from = 0
@@ -806,6 +809,7 @@ class _RunState:
             "assistant", WORDING["agent.tool.limit_reached"], message_id=_trace.next_id("msg")
         )
         self.produced.append(fallback)
+        self.fallback = fallback
         return fallback
 
     def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
@@ -895,8 +899,8 @@ class _RunState:
         kept = [*self.input_messages, *produced]
         if agent._per_service_call_history:
             later = made if streamed else produced
-            if streamed:
-                later = _without_approval_requests(later)
+            if streamed:  # nor the fallback text past a limit (no model call made it)
+                later = _without_approval_requests([m for m in later if m is not self.fallback])
             kept = [*self.prefix, *later[self.sent_from :]]
         response = build_agent_response(
             produced,
