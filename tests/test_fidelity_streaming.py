@@ -429,3 +429,98 @@ def test_the_fallback_text_past_the_error_limit_is_kept_as_upstream_keeps_it(
     # model call made, is not in its history
     texts = [kinds for role, _, kinds in ours_stored if role == A and kinds == [TEXT]]
     assert len(texts) == (1 if harness and stream else 2)
+
+
+# -- answering part of a batch of approvals --------------------------------------------------
+
+
+def _part_of_a_batch(
+    engine: str, first: bool, *, harness: bool, stream: bool
+) -> tuple[list[Kinds], list[Kinds], Kinds, list[str]]:
+    """Two gated calls in one answer; the host answers the first (``first``), then the
+    second (yes), then says "next". Returns every request as sent, each run's response,
+    the stored history and the order the tool ran in."""
+    ran: list[str] = []
+
+    def remove(path: str) -> str:
+        """Remove a file."""
+        ran.append(path)
+        return f"removed {path}"
+
+    paths = [{"path": f"/{i}"} for i in range(2)]
+    replies: list[Any] = ["done", "again"]
+    if engine == "loopsim":
+        calls = [
+            FunctionCallContent(call_id=f"c{i}", name="remove", arguments=a)
+            for i, a in enumerate(paths)
+        ]
+        client: Any = ScriptedChatClient([Message("assistant", calls), *replies])
+        gated: Any = loopsim.tool(remove, approval_mode="always_require")
+        agent: Any = (
+            loopsim.create_harness_agent(client, name="h", tools=[gated])
+            if harness
+            else loopsim.Agent(client, name="h", tools=[gated])
+        )
+    else:
+        contents = [
+            af.Content.from_function_call(call_id=f"c{i}", name="remove", arguments=a)
+            for i, a in enumerate(paths)
+        ]
+        client = SnapshotAFChatClient([af.Message(role="assistant", contents=contents), *replies])
+        gated = af.tool(remove, approval_mode="always_require")
+        agent = (
+            af.create_harness_agent(client, name="h", tools=[gated], **AF_HARNESS_OFF)
+            if harness
+            else af.Agent(client=client, name="h", tools=[gated])
+        )
+    responses: list[Kinds] = []
+
+    async def run(message: Any, session: Any) -> Any:
+        if stream:
+            response = agent.run(message, session=session, stream=True)
+            async for _ in response:
+                pass
+            final = await response.get_final_response()
+        else:
+            final = await agent.run(message, session=session)
+        responses.append(kinds(final.messages))
+        return final
+
+    def answer(request: Any, yes: bool) -> Any:
+        if engine == "loopsim":
+            return Message("user", [request.create_response(yes)])
+        return af.Message(role="user", contents=[request.to_function_approval_response(yes)])
+
+    async def main() -> Any:
+        session = agent.create_session()
+        asked = await run("rm both", session)
+        requests = [c for c in asked.messages[0].contents if c.type == ASK]
+        assert len(requests) == 2
+        await run(answer(requests[0], first), session)
+        ran.append("--")  # nothing may run before the batch is answered
+        await run(answer(requests[1], True), session)
+        await run("next", session)
+        if engine == "loopsim":
+            return list(session.history())
+        return list(session.state["in_memory"]["messages"])
+
+    stored = loopsim.simulate(main)
+    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    return [kinds(r) for r in sent], responses, kinds(stored), ran
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+@pytest.mark.parametrize("first", [True, False], ids=["yes", "no"])
+def test_answering_part_of_a_batch_runs_nothing_until_the_last_answer(
+    first: bool, harness: bool, stream: bool
+) -> None:
+    ours = _part_of_a_batch("loopsim", first, harness=harness, stream=stream)
+    theirs = _part_of_a_batch("agent_framework", first, harness=harness, stream=stream)
+    assert ours == theirs
+    requests, responses, _, ran = ours
+    assert len(requests) == 3  # no model call for the partial answer
+    assert responses[1] == [(A, "h", [ASK])]  # the request still open, shown again
+    assert ran == ["--", "/0", "/1"] if first else ["--", "/1"]
+    # the model sees both results together, in call order
+    assert requests[1][-1] == (T, None, [RESULT, RESULT])

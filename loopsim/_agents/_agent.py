@@ -34,6 +34,7 @@ from .._messages import (
 from .._wording import WORDING, say
 from ._approvals import for_model, has_controls
 from ._base import BaseAgent, ResponseStream, RunOptions
+from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._session import AgentSession, HistoryStoreKind, MessageView
 from ._tools import FunctionTool, ToolArgumentError
 
@@ -447,6 +448,9 @@ class Agent(BaseAgent):
     ) -> AgentResponse:
         state = _RunState(self, input_messages, session)
         await state.begin(options)
+        if state.partial is not None:
+            state.produced.append(state.partial)
+            return await state.finish()
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
@@ -484,6 +488,11 @@ class Agent(BaseAgent):
         agent_id = self.id
         # upstream streams every update under the agent's name unless it names its author
         author = self.name
+        if state.partial is not None:
+            state.produced.append(state.partial)
+            yield _named(message_update(state.partial, agent_id=agent_id), author)
+            yield await state.finish(streamed=True)
+            return
         if answered is not None:
             yield _named(message_update(answered, response_id=None, agent_id=agent_id), author)
         client = self.client
@@ -662,6 +671,7 @@ class _RunState:
         "history",
         "input_messages",
         "later_history",
+        "partial",
         "prefix",
         "produced",
         "response_id",
@@ -682,6 +692,8 @@ class _RunState:
         self.approval_ids: dict[str, str] = {}
         #: the text added past a tool-loop limit when nothing visible was left, if any
         self.fallback: Message | None = None
+        #: the response of a run that answered part of a batch of approvals (no model call)
+        self.partial: Message | None = None
         #: how many of ``produced``'s first messages the model is not sent (answers to
         #: approvals reach it in place of the input that gave them)
         self.sent_from = 0
@@ -720,11 +732,36 @@ class _RunState:
             if isinstance(c, FunctionApprovalResponseContent)
         ]
         answered = None
-        if approvals:
+        batch = find_batch(history, approvals, session.state) if approvals else None
+        if batch is not None and batch.remaining:
+            # part of a batch answered (see _batches): nothing runs, no model call; the
+            # requests still open are the response
+            hold(session.state, batch)
+            self.partial = Message("assistant", list(batch.remaining))
+            self.history = history
+            return None
+        per_call = agent._per_service_call_history
+        batch_done = batch is not None and len(batch.answers) > len(approvals)
+        if batch is not None and batch_done:
+            # the last answers of a batch: the whole batch runs, its results in one message
+            answered = await agent._answer_approvals(batch.ordered_answers(), session)
+            release(session.state, batch)
+            self.produced.append(answered)
+            self.sent_from = 1
+            loaded = for_model(history, (), (), (), loop_sees_history=False)[0]
+            results = [c for c in answered.contents if isinstance(c, FunctionResultContent)]
+            shown, prefix = for_model_after_batch(
+                loaded, input_messages, batch, results, loop_sees_history=not per_call
+            )
+            history = MessageView(shown, len(shown))
+            self.prefix = tuple(prefix)
+        elif approvals:
             answered = await agent._answer_approvals(approvals, session)
             self.produced.append(answered)
             self.sent_from = 1  # the answers reach the model in place of the input's
-        if history.may_hold_approvals() or any(has_controls(m) for m in input_messages):
+        if not batch_done and (
+            history.may_hold_approvals() or any(has_controls(m) for m in input_messages)
+        ):
             # upstream's view of approvals (see _approvals): settled ones left out, the
             # answers given now replaced by their results
             results = [
@@ -737,7 +774,7 @@ class _RunState:
                 input_messages,
                 approvals,
                 results,
-                loop_sees_history=not agent._per_service_call_history,
+                loop_sees_history=not per_call,
             )
             history = MessageView(shown, len(shown))
             self.prefix = tuple(prefix)
@@ -897,9 +934,12 @@ class _RunState:
         # except where a streamed run persisted each model call's messages itself (a harness
         # agent): those are other objects, never named.
         kept = [*self.input_messages, *produced]
-        if agent._per_service_call_history:
+        if agent._per_service_call_history and self.partial is not None:
+            kept = []  # no model call: nothing persisted
+        elif agent._per_service_call_history:
             later = made if streamed else produced
             if streamed:  # nor the fallback text past a limit (no model call made it)
+                log_batches(session.state, later)  # the history will not show the batches
                 later = _without_approval_requests([m for m in later if m is not self.fallback])
             kept = [*self.prefix, *later[self.sent_from :]]
         response = build_agent_response(
