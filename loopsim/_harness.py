@@ -252,9 +252,8 @@ class HarnessAgent(DelegatingAgent):
             middleware=caller_middleware,
             description=description,
         )
-        # upstream's harness persists history after every model call, so providers'
-        # context messages reach only the first call of a run
-        agent._context_messages_first_call_only = True
+        # upstream's harness persists history after every model call (see the attribute)
+        agent._per_service_call_history = True
         if isinstance(loop_evaluators, LoopEvaluator):
             evaluators: list[LoopEvaluator] = [loop_evaluators]
         else:

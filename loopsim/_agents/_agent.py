@@ -34,6 +34,7 @@ from .._messages import (
 from .._wording import WORDING, say
 from ._approvals import for_model, has_controls
 from ._base import BaseAgent, ResponseStream, RunOptions
+from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._session import AgentSession, HistoryStoreKind, MessageView
 from ._tools import FunctionTool, ToolArgumentError
 
@@ -312,9 +313,14 @@ class Agent(BaseAgent):
         #: options win key by key)
         self.default_options: dict[str, Any] = dict(default_options or {})
         self._label = name or self.id
-        #: a harness agent sends providers' context messages with the first model call of
-        #: a run only (upstream persists history per service call)
-        self._context_messages_first_call_only = False
+        #: a harness agent persists history after every model call, as upstream's
+        #: per-service-call history persistence does: providers' context messages reach
+        #: the first model call of a run only; the session keeps the input as the first
+        #: call was sent it (answers to approvals replaced by results, unnamed); approval
+        #: answers and open requests in the history reach the model as loaded; and a
+        #: streamed run keeps its messages as the model and tools made them (no
+        #: author_name stamped, no approval request beside a call)
+        self._per_service_call_history = False
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -442,6 +448,9 @@ class Agent(BaseAgent):
     ) -> AgentResponse:
         state = _RunState(self, input_messages, session)
         await state.begin(options)
+        if state.partial is not None:
+            state.produced.append(state.partial)
+            return await state.finish()
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
@@ -477,8 +486,15 @@ class Agent(BaseAgent):
         state = _RunState(self, input_messages, session)
         answered = await state.begin(options)
         agent_id = self.id
+        # upstream streams every update under the agent's name unless it names its author
+        author = self.name
+        if state.partial is not None:
+            state.produced.append(state.partial)
+            yield _named(message_update(state.partial, agent_id=agent_id), author)
+            yield await state.finish(streamed=True)
+            return
         if answered is not None:
-            yield message_update(answered, response_id=None, agent_id=agent_id)
+            yield _named(message_update(answered, response_id=None, agent_id=agent_id), author)
         client = self.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
@@ -497,7 +513,7 @@ class Agent(BaseAgent):
                     if _has_call(chat_update):
                         held.append(chat_update)
                     else:
-                        yield _update_from_chat(chat_update, agent_id)
+                        yield _update_from_chat(chat_update, agent_id, author)
                 chat_response = ChatResponse.from_updates(chat_updates)
             except Exception as exc:
                 state.failed(exc, round_number)
@@ -506,20 +522,31 @@ class Agent(BaseAgent):
             if final:  # held calls are dropped, never run; a fallback text may be added
                 fallback = state.finish_without_tools(chat_response)
                 if fallback is not None:
-                    yield message_update(fallback, response_id=state.response_id, agent_id=agent_id)
+                    update = message_update(
+                        fallback, response_id=state.response_id, agent_id=agent_id
+                    )
+                    yield _named(update, author)
                 break
             if not calls:
                 state.produced.extend(chat_response.messages)
                 break
             pending = state.pending(calls)
             for chat_update in held:
-                yield _update_from_chat(_with_approval_requests(chat_update, pending), agent_id)
+                yield _update_from_chat(chat_update, agent_id, author)
+            if pending:  # upstream: the requests follow the calls, as an update of their own
+                requests = _approval_requests(calls, pending)
+                yield build_agent_update(
+                    "assistant", requests, author_name=author, agent_id=agent_id
+                )
             tool_message, done = await state.act(chat_response, calls, pending)
             if tool_message is not None:
-                yield message_update(tool_message, response_id=state.response_id, agent_id=agent_id)
+                update = message_update(
+                    tool_message, response_id=state.response_id, agent_id=agent_id
+                )
+                yield _named(update, author)
             if done:
                 break
-        yield await state.finish()
+        yield await state.finish(streamed=True)
 
     def _chat_options(self, context: SessionContext | None, options: dict[str, Any]) -> ChatOptions:
         if context is None and not options:
@@ -640,9 +667,11 @@ class _RunState:
         "context",
         "error_limit_reached",
         "errors_in_a_row",
+        "fallback",
         "history",
         "input_messages",
         "later_history",
+        "partial",
         "prefix",
         "produced",
         "response_id",
@@ -661,6 +690,10 @@ class _RunState:
         self.errors_in_a_row = 0
         self.error_limit_reached = False
         self.approval_ids: dict[str, str] = {}
+        #: the text added past a tool-loop limit when nothing visible was left, if any
+        self.fallback: Message | None = None
+        #: the response of a run that answered part of a batch of approvals (no model call)
+        self.partial: Message | None = None
         #: how many of ``produced``'s first messages the model is not sent (answers to
         #: approvals reach it in place of the input that gave them)
         self.sent_from = 0
@@ -699,11 +732,36 @@ class _RunState:
             if isinstance(c, FunctionApprovalResponseContent)
         ]
         answered = None
-        if approvals:
+        batch = find_batch(history, approvals, session.state) if approvals else None
+        if batch is not None and batch.remaining:
+            # part of a batch answered (see _batches): nothing runs, no model call; the
+            # requests still open are the response
+            hold(session.state, batch)
+            self.partial = Message("assistant", list(batch.remaining))
+            self.history = history
+            return None
+        per_call = agent._per_service_call_history
+        batch_done = batch is not None and len(batch.answers) > len(approvals)
+        if batch is not None and batch_done:
+            # the last answers of a batch: the whole batch runs, its results in one message
+            answered = await agent._answer_approvals(batch.ordered_answers(), session)
+            release(session.state, batch)
+            self.produced.append(answered)
+            self.sent_from = 1
+            loaded = for_model(history, (), (), (), loop_sees_history=False)[0]
+            results = [c for c in answered.contents if isinstance(c, FunctionResultContent)]
+            shown, prefix = for_model_after_batch(
+                loaded, input_messages, batch, results, loop_sees_history=not per_call
+            )
+            history = MessageView(shown, len(shown))
+            self.prefix = tuple(prefix)
+        elif approvals:
             answered = await agent._answer_approvals(approvals, session)
             self.produced.append(answered)
             self.sent_from = 1  # the answers reach the model in place of the input's
-        if history.may_hold_approvals() or any(has_controls(m) for m in input_messages):
+        if not batch_done and (
+            history.may_hold_approvals() or any(has_controls(m) for m in input_messages)
+        ):
             # upstream's view of approvals (see _approvals): settled ones left out, the
             # answers given now replaced by their results
             results = [
@@ -711,14 +769,20 @@ class _RunState:
                 for c in (answered.contents if answered is not None else ())
                 if isinstance(c, FunctionResultContent)
             ]
-            shown, prefix = for_model(history, input_messages, approvals, results)
+            shown, prefix = for_model(
+                history,
+                input_messages,
+                approvals,
+                results,
+                loop_sees_history=not per_call,
+            )
             history = MessageView(shown, len(shown))
             self.prefix = tuple(prefix)
         if context is not None and context.context_messages:
             # Upstream's order: providers' context messages, then the session history, then
             # the new input and what this run produced.
             lead = (*context.context_messages, *history)
-            if agent._context_messages_first_call_only:
+            if agent._per_service_call_history:
                 self.later_history = history
             history = MessageView(lead, len(lead))
         self.history = history
@@ -782,6 +846,7 @@ class _RunState:
             "assistant", WORDING["agent.tool.limit_reached"], message_id=_trace.next_id("msg")
         )
         self.produced.append(fallback)
+        self.fallback = fallback
         return fallback
 
     def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
@@ -836,7 +901,7 @@ class _RunState:
         """Keep the answer and run the tools it may run: (tool message or None, run done)."""
         agent, produced = self.agent, self.produced
         if pending:
-            produced.extend(_with_approval_requests(m, pending) for m in chat_response.messages)
+            produced.extend(_with_approval_requests(chat_response.messages, calls, pending))
             runnable = [c for c in calls if c.call_id not in pending]
             if not runnable:
                 return None, True
@@ -849,17 +914,34 @@ class _RunState:
         self._count_errors(tool_message)
         return tool_message, False
 
-    async def finish(self) -> AgentResponse:
-        """The run's response, stored in history, then the providers' ``after_run``."""
+    async def finish(self, *, streamed: bool = False) -> AgentResponse:
+        """The run's response, stored in history, then the providers' ``after_run``.
+
+        Args:
+            streamed: the run was streamed (``run_stream``).
+        """
         agent, session = self.agent, self.session
         # upstream names the agent on every message of its response that names nobody, once
         # the run is done (its tool-loop requests still show them unnamed). New message
         # objects, not a change in place: what was already recorded stays as it was sent.
         author = agent.name or "UnnamedAgent"
+        made = self.produced
         produced = self.produced = [
             m if m.author_name is not None else m.model_copy(update={"author_name": author})
-            for m in self.produced
+            for m in made
         ]
+        # Upstream stamps the response's messages in place, so the history keeps them named,
+        # except where a streamed run persisted each model call's messages itself (a harness
+        # agent): those are other objects, never named.
+        kept = [*self.input_messages, *produced]
+        if agent._per_service_call_history and self.partial is not None:
+            kept = []  # no model call: nothing persisted
+        elif agent._per_service_call_history:
+            later = made if streamed else produced
+            if streamed:  # nor the fallback text past a limit (no model call made it)
+                log_batches(session.state, later)  # the history will not show the batches
+                later = _without_approval_requests([m for m in later if m is not self.fallback])
+            kept = [*self.prefix, *later[self.sent_from :]]
         response = build_agent_response(
             produced,
             response_id=self.response_id or _trace.next_id("resp"),
@@ -869,7 +951,7 @@ class _RunState:
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read
             response._response_format = response_format
-        session.add_messages([*self.input_messages, *produced])
+        session.add_messages(kept)
         providers = agent.context_providers
         if providers:
             context = self.context
@@ -899,29 +981,67 @@ def _note(exc: BaseException, text: str) -> None:
         add_note(text)
 
 
-_M = TypeVar("_M", Message, ChatResponseUpdate)
+def _approval_requests(
+    calls: Sequence[FunctionCallContent], pending: dict[str, str]
+) -> list[FunctionApprovalRequestContent]:
+    """An approval request (its own id) for each pending call, in call order."""
+    return [
+        FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c)
+        for c in calls
+        if c.call_id in pending
+    ]
 
 
-def _with_approval_requests(message: _M, pending: dict[str, str]) -> _M:
-    """``message`` with an approval request (its own id) after each pending call.
+def _with_approval_requests(
+    messages: Sequence[Message], calls: Sequence[FunctionCallContent], pending: dict[str, str]
+) -> list[Message]:
+    """``messages`` with the approval requests after the calls.
 
-    Upstream's shape: the function call stays, and the request follows it.
+    Upstream's shape: the function calls stay, and the requests follow them, in call
+    order, at the end of the last message holding a call.
     """
-    if not pending:
-        return message
-    contents: list[Any] = []
-    for c in message.contents:
-        contents.append(c)
-        if isinstance(c, FunctionCallContent) and c.call_id in pending:
-            contents.append(FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c))
-    return message.model_copy(update={"contents": contents})
+    out = list(messages)
+    last = max(
+        (
+            i
+            for i, m in enumerate(out)
+            if any(isinstance(c, FunctionCallContent) for c in m.contents)
+        ),
+        default=None,
+    )
+    if last is None or not pending:
+        return out
+    contents = [*out[last].contents, *_approval_requests(calls, pending)]
+    out[last] = out[last].model_copy(update={"contents": contents})
+    return out
 
 
-def _update_from_chat(update: ChatResponseUpdate, agent_id: str) -> AgentResponseUpdate:
+def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpdate:
+    """``update`` under ``author`` when it names nobody (upstream's streamed updates)."""
+    if update.author_name is not None or author is None:
+        return update
+    return update.model_copy(update={"author_name": author})
+
+
+def _without_approval_requests(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` without the approval requests a run put beside its calls."""
+    out: list[Message] = []
+    for message in messages:
+        kept = [c for c in message.contents if not isinstance(c, FunctionApprovalRequestContent)]
+        if len(kept) == len(message.contents):
+            out.append(message)
+        elif kept:
+            out.append(message.model_copy(update={"contents": kept}))
+    return out
+
+
+def _update_from_chat(
+    update: ChatResponseUpdate, agent_id: str, author: str | None
+) -> AgentResponseUpdate:
     return build_agent_update(
         update.role,
         update.contents,
-        author_name=update.author_name,
+        author_name=update.author_name or author,
         message_id=update.message_id,
         response_id=update.response_id,
         agent_id=agent_id,

@@ -16,6 +16,10 @@ follow agent-framework-core 1.23.0:
 3. **A run that answers none**: requests still open are dropped, and so are the calls
    they wait on (while those have no result).
 
+A harness agent (upstream's per-service-call history persistence) loads the history
+beneath its function-invocation layer: steps 2 and 3 then see the run's input only, and
+the history reaches the model as step 1 leaves it.
+
 Only what is sent changes: messages are copied, never edited in place.
 
 Cost: :class:`HistoryList` remembers where its first approval content is, so a history
@@ -338,13 +342,18 @@ def for_model(
     prefix: Sequence[Message],
     answers: Sequence[FunctionApprovalResponseContent],
     results: Sequence[FunctionResultContent],
+    *,
+    loop_sees_history: bool = True,
 ) -> tuple[list[Message], list[Message]]:
     """The history and the run's input as the model is shown them (steps 1-3 above).
 
     ``answers`` are the approval answers this run's input gives, ``results`` what each
-    produced (same order).
+    produced (same order). ``loop_sees_history=False`` (a harness agent): steps 2 and 3
+    see the input only.
     """
     loaded = _settled_filter(history)
+    if not loop_sees_history:
+        return loaded, for_model((), prefix, answers, results)[1]
     messages = [*loaded, *prefix]
     if answers:
         queues: dict[str, deque[FunctionResultContent]] = {}
