@@ -1,13 +1,6 @@
 """Agents, sessions, history stores, tools, context providers and middleware."""
 
-from ._agent import (
-    Agent,
-    AgentMiddleware,
-    AgentRunContext,
-    ContextProvider,
-    MiddlewareTermination,
-    SessionContext,
-)
+from ._agent import Agent
 from ._base import (
     BaseAgent,
     DelegatingAgent,
@@ -15,6 +8,13 @@ from ._base import (
     RunOptions,
     SupportsAgentRun,
     maybe_await,
+)
+from ._context import (
+    AgentMiddleware,
+    AgentRunContext,
+    ContextProvider,
+    MiddlewareTermination,
+    SessionContext,
 )
 from ._session import (
     HISTORY_STORES,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -18,34 +17,30 @@ from .._messages import (
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
-    FunctionApprovalRequestContent,
     FunctionApprovalResponseContent,
     FunctionCallContent,
     FunctionResultContent,
     Message,
     MessagesInput,
-    Usage,
     build_agent_response,
     build_agent_update,
     message_update,
     normalize_messages,
-    text_message,
 )
 from .._wording import WORDING, say
-from ._approvals import for_model, has_controls
 from ._base import BaseAgent, ResponseStream, RunOptions
-from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
-from ._session import AgentSession, HistoryStoreKind, MessageView
+from ._context import (
+    AgentMiddleware,
+    AgentRunContext,
+    ContextProvider,
+    MiddlewareTermination,
+    SessionContext,
+)
+from ._run_state import RunState, approval_requests
+from ._session import AgentSession, HistoryStoreKind
 from ._tools import FunctionTool, ToolArgumentError
 
-__all__ = [
-    "Agent",
-    "AgentMiddleware",
-    "AgentRunContext",
-    "ContextProvider",
-    "MiddlewareTermination",
-    "SessionContext",
-]
+__all__ = ["Agent"]
 
 T = TypeVar("T")
 #: upstream's ``DEFAULT_MAX_ITERATIONS`` of its function invocation configuration
@@ -78,116 +73,6 @@ def _tool_loop(config: Mapping[str, Any]) -> tuple[int, int]:
             raise ValueError(msg)
         values.append(value)
     return values[0], values[1]
-
-
-@dataclass(slots=True)
-class SessionContext:
-    """What context providers add to one run (and, in ``after_run``, what it answered).
-
-    Attributes:
-        input_messages: the caller's messages for this run.
-        instructions: extra instructions, in the order providers added them.
-        tools: extra tools offered for this run.
-        context_messages: messages sent before the input but not stored in history.
-        response: the run's response (set before ``after_run``).
-    """
-
-    input_messages: Sequence[Message]
-    instructions: list[str] = field(default_factory=list)
-    tools: list[FunctionTool] = field(default_factory=list)
-    context_messages: list[Message] = field(default_factory=list)
-    response: AgentResponse | None = None
-
-    def extend_instructions(self, source_id: str, instructions: Iterable[str]) -> None:  # noqa: ARG002 - upstream signature
-        """Add instructions for this run."""
-        self.instructions.extend(instructions)
-
-    def extend_tools(self, source_id: str, tools: Iterable[FunctionTool]) -> None:  # noqa: ARG002 - upstream signature
-        """Offer more tools for this run."""
-        self.tools.extend(tools)
-
-    def extend_messages(self, source_id: str, messages: Iterable[Message]) -> None:  # noqa: ARG002 - upstream signature
-        """Send more messages (after history, before the input) for this run."""
-        self.context_messages.extend(messages)
-
-
-class ContextProvider:
-    """Adds instructions, tools and messages to an agent's runs, with per-session state.
-
-    ``state`` is this provider's JSON-safe dict inside ``session.state[source_id]``.
-    ``get_service`` on the agent finds providers by type, which is how evaluators such as
-    ``BackgroundTaskCompletionLoopEvaluator`` find theirs.
-    """
-
-    def __init__(self, source_id: str) -> None:
-        if not source_id:
-            msg = "source_id must be a non-empty string"
-            raise ValueError(msg)
-        self.source_id = source_id
-
-    async def before_run(
-        self,
-        *,
-        agent: Agent,
-        session: AgentSession,
-        context: SessionContext,
-        state: dict[str, Any],
-    ) -> None:
-        """Called before every run, with this provider's state."""
-
-    async def after_run(
-        self,
-        *,
-        agent: Agent,
-        session: AgentSession,
-        context: SessionContext,
-        state: dict[str, Any],
-    ) -> None:
-        """Called after every run that finished, with ``context.response`` set."""
-
-
-@dataclass(slots=True)
-class AgentRunContext:
-    """What agent middleware sees and may change: the run's input and, after, its result.
-
-    ``result`` is an :class:`~loopsim.AgentResponse` after ``call_next()`` in a
-    non-streaming run, and a :class:`ResponseStream` in a streaming one.
-    """
-
-    agent: Agent
-    messages: list[Message]
-    session: AgentSession | None
-    options: dict[str, Any]
-    stream: bool
-    result: AgentResponse | ResponseStream | None = None
-
-
-CallNext = Callable[[], Awaitable[None]]
-
-
-class MiddlewareTermination(Exception):  # noqa: N818 - upstream's name
-    """Raised by a middleware to end the run early and cleanly (upstream's control flow).
-
-    The run returns what the middleware context holds then: a non-streaming run the
-    ``context.result`` already set (a response with no messages when there is none;
-    upstream returns None there), a stream the updates seen so far. Inside an
-    :class:`~loopsim.AgentLoopMiddleware` the loop stops and keeps its last finished
-    iteration. ``result`` is kept for upstream's signature; as upstream, an agent run
-    does not read it.
-    """
-
-    def __init__(self, message: str = "middleware ended the run", *, result: Any = None) -> None:
-        super().__init__(message)
-        self.result = result
-
-
-class AgentMiddleware:
-    """Wraps an agent's runs: ``process`` may change the context and call ``call_next``
-    (any number of times — ``AgentLoopMiddleware`` re-invokes through it)."""
-
-    async def process(self, context: AgentRunContext, call_next: CallNext) -> None:  # noqa: ARG002 - the default ignores the context
-        """Default: pass through."""
-        await call_next()
 
 
 def _tool_text(value: Any) -> Any:
@@ -434,7 +319,7 @@ class Agent(BaseAgent):
 
     # -- the core -----------------------------------------------------------------------
     #
-    # One run is a _RunState and two drivers over it: _invoke_run (a plain coroutine, for
+    # One run is a RunState and two drivers over it: _invoke_run (a plain coroutine, for
     # run) and _invoke_stream (an async generator, for run_stream). They make the same
     # calls in the same order; the streaming one also yields updates between them.
 
@@ -446,7 +331,7 @@ class Agent(BaseAgent):
     async def _invoke_run(
         self, input_messages: list[Message], session: AgentSession, options: dict[str, Any]
     ) -> AgentResponse:
-        state = _RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session)
         await state.begin(options)
         if state.partial is not None:
             state.produced.append(state.partial)
@@ -483,7 +368,7 @@ class Agent(BaseAgent):
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
         if session is None:
             session = self.create_session()
-        state = _RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session)
         answered = await state.begin(options)
         agent_id = self.id
         # upstream streams every update under the agent's name unless it names its author
@@ -534,7 +419,7 @@ class Agent(BaseAgent):
             for chat_update in held:
                 yield _update_from_chat(chat_update, agent_id, author)
             if pending:  # upstream: the requests follow the calls, as an update of their own
-                requests = _approval_requests(calls, pending)
+                requests = approval_requests(calls, pending)
                 yield build_agent_update(
                     "assistant", requests, author_name=author, agent_id=agent_id
                 )
@@ -657,317 +542,6 @@ class Agent(BaseAgent):
         return Message("tool", results)  # upstream leaves a tool message without an id
 
 
-class _RunState:
-    """One Agent run's working state, shared by the streaming and non-streaming drivers."""
-
-    __slots__ = (
-        "agent",
-        "approval_ids",
-        "chat_options",
-        "context",
-        "error_limit_reached",
-        "errors_in_a_row",
-        "fallback",
-        "history",
-        "input_messages",
-        "later_history",
-        "partial",
-        "prefix",
-        "produced",
-        "response_id",
-        "sent_from",
-        "session",
-        "usage",
-    )
-
-    def __init__(self, agent: Agent, input_messages: list[Message], session: AgentSession) -> None:
-        self.agent = agent
-        self.input_messages = input_messages
-        self.session = session
-        self.produced: list[Message] = []
-        self.usage: Usage | None = None
-        self.response_id: str | None = None
-        self.errors_in_a_row = 0
-        self.error_limit_reached = False
-        self.approval_ids: dict[str, str] = {}
-        #: the text added past a tool-loop limit when nothing visible was left, if any
-        self.fallback: Message | None = None
-        #: the response of a run that answered part of a batch of approvals (no model call)
-        self.partial: Message | None = None
-        #: how many of ``produced``'s first messages the model is not sent (answers to
-        #: approvals reach it in place of the input that gave them)
-        self.sent_from = 0
-
-    async def begin(self, options: dict[str, Any]) -> Message | None:
-        """Providers' ``before_run``, this run's options; answers approvals sent in the input.
-
-        Returns the tool message answering them (already in ``produced``), or None.
-        """
-        agent, session, input_messages = self.agent, self.session, self.input_messages
-        if agent.default_options:
-            options = {**agent.default_options, **options}
-        providers = agent.context_providers
-        # No providers: nobody could see or fill a SessionContext, so none is made.
-        context: SessionContext | None = None
-        if providers:
-            context = SessionContext(input_messages=input_messages)
-            for provider in providers:
-                await provider.before_run(
-                    agent=agent,
-                    session=session,
-                    context=context,
-                    state=session.state.setdefault(provider.source_id, {}),
-                )
-        self.context = context
-        self.chat_options = chat_options = agent._chat_options(context, options)
-        chat_options.agent_name = agent._label
-        chat_options.session_id = session.session_id
-        history = session.history()
-        self.prefix: tuple[Message, ...] = tuple(input_messages)
-        self.later_history: MessageView | None = None
-        approvals = [
-            c
-            for m in input_messages
-            for c in m.contents
-            if isinstance(c, FunctionApprovalResponseContent)
-        ]
-        answered = None
-        batch = find_batch(history, approvals, session.state) if approvals else None
-        if batch is not None and batch.remaining:
-            # part of a batch answered (see _batches): nothing runs, no model call; the
-            # requests still open are the response
-            hold(session.state, batch)
-            self.partial = Message("assistant", list(batch.remaining))
-            self.history = history
-            return None
-        per_call = agent._per_service_call_history
-        batch_done = batch is not None and len(batch.answers) > len(approvals)
-        if batch is not None and batch_done:
-            # the last answers of a batch: the whole batch runs, its results in one message
-            answered = await agent._answer_approvals(batch.ordered_answers(), session)
-            release(session.state, batch)
-            self.produced.append(answered)
-            self.sent_from = 1
-            loaded = for_model(history, (), (), (), loop_sees_history=False)[0]
-            results = [c for c in answered.contents if isinstance(c, FunctionResultContent)]
-            shown, prefix = for_model_after_batch(
-                loaded, input_messages, batch, results, loop_sees_history=not per_call
-            )
-            history = MessageView(shown, len(shown))
-            self.prefix = tuple(prefix)
-        elif approvals:
-            answered = await agent._answer_approvals(approvals, session)
-            self.produced.append(answered)
-            self.sent_from = 1  # the answers reach the model in place of the input's
-        if not batch_done and (
-            history.may_hold_approvals() or any(has_controls(m) for m in input_messages)
-        ):
-            # upstream's view of approvals (see _approvals): settled ones left out, the
-            # answers given now replaced by their results
-            results = [
-                c
-                for c in (answered.contents if answered is not None else ())
-                if isinstance(c, FunctionResultContent)
-            ]
-            shown, prefix = for_model(
-                history,
-                input_messages,
-                approvals,
-                results,
-                loop_sees_history=not per_call,
-            )
-            history = MessageView(shown, len(shown))
-            self.prefix = tuple(prefix)
-        if context is not None and context.context_messages:
-            # Upstream's order: providers' context messages, then the session history, then
-            # the new input and what this run produced.
-            lead = (*context.context_messages, *history)
-            if agent._per_service_call_history:
-                self.later_history = history
-            history = MessageView(lead, len(lead))
-        self.history = history
-        return answered
-
-    def request(self) -> MessageView:
-        """This round's request (history, then prefix and what the run produced), reported."""
-        request = self.history.followed_by((*self.prefix, *self.produced[self.sent_from :]))
-        if self.later_history is not None:
-            # a harness agent: context messages reach only the run's first model call
-            self.history, self.later_history = self.later_history, None
-        if _trace.observed():  # spares listing the tool names for nobody
-            _trace.emit(
-                "model_request",
-                agent=self.agent._label,
-                session=self.session.session_id,
-                messages=request,
-                tools=self.chat_options.tool_names,
-                instructions=self.chat_options.instructions,
-            )
-        return request
-
-    def failed(self, exc: BaseException, round_number: int) -> None:
-        """Report a failed model call (replays raise it again) and say where it happened."""
-        _trace.emit(
-            "model_error",
-            agent=self.agent._label,
-            session=self.session.session_id,
-            error=type(exc).__name__,
-            message=str(exc),
-        )
-        _note(
-            exc,
-            f"while agent {self.agent._label!r} (session {self.session.session_id}) "
-            f"waited for model turn {round_number} of this run",
-        )
-
-    def without_tools(self) -> ChatOptions:
-        """This run's options with no tools offered (for the request past the limit)."""
-        _trace.emit(
-            "tool_round_limit",
-            agent=self.agent._label,
-            session=self.session.session_id,
-            max_iterations=self.agent.max_tool_rounds,
-        )
-        self.chat_options = replace(self.chat_options, tools=[])
-        return self.chat_options
-
-    def finish_without_tools(self, chat_response: ChatResponse) -> Message | None:
-        """Keep the answer past the tool-round limit minus any tool calls (they cannot run);
-        when nothing visible is left, add a fallback text saying why. Returns that text."""
-        visible = False
-        for message in chat_response.messages:
-            kept = [c for c in message.contents if not isinstance(c, FunctionCallContent)]
-            if kept:
-                self.produced.append(message.model_copy(update={"contents": kept}))
-                visible = True
-        if visible:
-            return None
-        fallback = text_message(
-            "assistant", WORDING["agent.tool.limit_reached"], message_id=_trace.next_id("msg")
-        )
-        self.produced.append(fallback)
-        self.fallback = fallback
-        return fallback
-
-    def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
-        """Report and account for a model answer; returns the tool calls it asks for."""
-        if _trace.observed():  # spares copying the messages for nobody
-            _trace.emit(
-                "model_response",
-                agent=self.agent._label,
-                session=self.session.session_id,
-                messages=list(chat_response.messages),
-                usage=chat_response.usage,
-                response_id=chat_response.response_id,
-            )
-        usage = chat_response.usage
-        if usage is not None:
-            self.usage = usage if self.usage is None else self.usage + usage
-        self.response_id = chat_response.response_id or self.response_id
-        return [
-            c
-            for m in chat_response.messages
-            for c in m.contents
-            if isinstance(c, FunctionCallContent)
-        ]
-
-    def pending(self, calls: Sequence[FunctionCallContent]) -> dict[str, str]:
-        """Call id -> approval request id, for the calls that wait for approval."""
-        agent, chat_options = self.agent, self.chat_options
-        found = self.approval_ids
-        for c in calls:
-            if c.call_id not in found and agent._requires_approval(c.name, chat_options):
-                found[c.call_id] = _trace.next_id("approval")
-        return {c.call_id: found[c.call_id] for c in calls if c.call_id in found}
-
-    def _count_errors(self, tool_message: Message) -> None:
-        failed = any(
-            isinstance(c, FunctionResultContent) and c.error is not None
-            for c in tool_message.contents
-        )
-        if not failed:
-            self.errors_in_a_row = 0
-            return
-        self.errors_in_a_row += 1
-        if self.errors_in_a_row >= self.agent.max_consecutive_tool_errors:
-            self.error_limit_reached = True
-
-    async def act(
-        self,
-        chat_response: ChatResponse,
-        calls: list[FunctionCallContent],
-        pending: dict[str, str],
-    ) -> tuple[Message | None, bool]:
-        """Keep the answer and run the tools it may run: (tool message or None, run done)."""
-        agent, produced = self.agent, self.produced
-        if pending:
-            produced.extend(_with_approval_requests(chat_response.messages, calls, pending))
-            runnable = [c for c in calls if c.call_id not in pending]
-            if not runnable:
-                return None, True
-            tool_message = await agent._run_tools(runnable, self.chat_options, self.session)
-            produced.append(tool_message)
-            return tool_message, True
-        produced.extend(chat_response.messages)
-        tool_message = await agent._run_tools(calls, self.chat_options, self.session)
-        produced.append(tool_message)
-        self._count_errors(tool_message)
-        return tool_message, False
-
-    async def finish(self, *, streamed: bool = False) -> AgentResponse:
-        """The run's response, stored in history, then the providers' ``after_run``.
-
-        Args:
-            streamed: the run was streamed (``run_stream``).
-        """
-        agent, session = self.agent, self.session
-        # upstream names the agent on every message of its response that names nobody, once
-        # the run is done (its tool-loop requests still show them unnamed). New message
-        # objects, not a change in place: what was already recorded stays as it was sent.
-        author = agent.name or "UnnamedAgent"
-        made = self.produced
-        produced = self.produced = [
-            m if m.author_name is not None else m.model_copy(update={"author_name": author})
-            for m in made
-        ]
-        # Upstream stamps the response's messages in place, so the history keeps them named,
-        # except where a streamed run persisted each model call's messages itself (a harness
-        # agent): those are other objects, never named.
-        kept = [*self.input_messages, *produced]
-        if agent._per_service_call_history and self.partial is not None:
-            kept = []  # no model call: nothing persisted
-        elif agent._per_service_call_history:
-            later = made if streamed else produced
-            if streamed:  # nor the fallback text past a limit (no model call made it)
-                log_batches(session.state, later)  # the history will not show the batches
-                later = _without_approval_requests([m for m in later if m is not self.fallback])
-            kept = [*self.prefix, *later[self.sent_from :]]
-        response = build_agent_response(
-            produced,
-            response_id=self.response_id or _trace.next_id("resp"),
-            agent_id=agent.id,
-            usage=self.usage,
-        )
-        response_format = self.chat_options.response_format
-        if response_format is not None:  # upstream: parsed from the last answer when read
-            response._response_format = response_format
-        session.add_messages(kept)
-        providers = agent.context_providers
-        if providers:
-            context = self.context
-            if context is None:  # a provider was added during the run
-                context = SessionContext(input_messages=self.input_messages)
-            context.response = response
-            for provider in providers:
-                await provider.after_run(
-                    agent=agent,
-                    session=session,
-                    context=context,
-                    state=session.state.setdefault(provider.source_id, {}),
-                )
-        return response
-
-
 def _has_call(update: ChatResponseUpdate) -> bool:
     for content in update.contents:  # noqa: SIM110 - a loop is cheaper than any(<genexpr>)
         if isinstance(content, FunctionCallContent):
@@ -975,64 +549,11 @@ def _has_call(update: ChatResponseUpdate) -> bool:
     return False
 
 
-def _note(exc: BaseException, text: str) -> None:
-    add_note = getattr(exc, "add_note", None)
-    if add_note is not None:
-        add_note(text)
-
-
-def _approval_requests(
-    calls: Sequence[FunctionCallContent], pending: dict[str, str]
-) -> list[FunctionApprovalRequestContent]:
-    """An approval request (its own id) for each pending call, in call order."""
-    return [
-        FunctionApprovalRequestContent(id=pending[c.call_id], function_call=c)
-        for c in calls
-        if c.call_id in pending
-    ]
-
-
-def _with_approval_requests(
-    messages: Sequence[Message], calls: Sequence[FunctionCallContent], pending: dict[str, str]
-) -> list[Message]:
-    """``messages`` with the approval requests after the calls.
-
-    Upstream's shape: the function calls stay, and the requests follow them, in call
-    order, at the end of the last message holding a call.
-    """
-    out = list(messages)
-    last = max(
-        (
-            i
-            for i, m in enumerate(out)
-            if any(isinstance(c, FunctionCallContent) for c in m.contents)
-        ),
-        default=None,
-    )
-    if last is None or not pending:
-        return out
-    contents = [*out[last].contents, *_approval_requests(calls, pending)]
-    out[last] = out[last].model_copy(update={"contents": contents})
-    return out
-
-
 def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpdate:
     """``update`` under ``author`` when it names nobody (upstream's streamed updates)."""
     if update.author_name is not None or author is None:
         return update
     return update.model_copy(update={"author_name": author})
-
-
-def _without_approval_requests(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` without the approval requests a run put beside its calls."""
-    out: list[Message] = []
-    for message in messages:
-        kept = [c for c in message.contents if not isinstance(c, FunctionApprovalRequestContent)]
-        if len(kept) == len(message.contents):
-            out.append(message)
-        elif kept:
-            out.append(message.model_copy(update={"contents": kept}))
-    return out
 
 
 def _update_from_chat(

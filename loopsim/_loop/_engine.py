@@ -25,8 +25,8 @@ from typing import Any, Literal
 import anyio
 
 from .. import _trace
-from .._agents._agent import MiddlewareTermination
 from .._agents._base import ResponseStream, close_quietly
+from .._agents._context import MiddlewareTermination
 from .._messages import (
     AgentResponse,
     AgentResponseUpdate,
