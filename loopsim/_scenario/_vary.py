@@ -208,11 +208,23 @@ def run_vary(
             drawn[text] = value
             apply_draw(document, parts, copy.deepcopy(value))
 
+        stopped: list[BaseException] = []
+
         def tie(task_ids: Sequence[int]) -> int:
-            index: int = data.draw(
-                ties if len(task_ids) == 2 else st.integers(0, len(task_ids) - 1),
-                label="tie",
-            )
+            # A draw can end part-way: hypothesis raises its own control-flow exception
+            # (StopTest, once the example runs out of data). Raised inside the simulation
+            # it would read as user code aborting the run, a false failure: keep it, let
+            # the run finish with any valid choice, and raise it once the run is over.
+            if stopped:
+                return 0
+            try:
+                index: int = data.draw(
+                    ties if len(task_ids) == 2 else st.integers(0, len(task_ids) - 1),
+                    label="tie",
+                )
+            except BaseException as exc:  # noqa: BLE001 - hypothesis's, re-raised below
+                stopped.append(exc)
+                return 0
             return index
 
         try:
@@ -236,6 +248,8 @@ def run_vary(
             engine=engine,
             compare=False,  # draws: each engine's `always:`; the file as written is compared
         )
+        if stopped:
+            raise stopped[0]
         if not result.passed:
             result.draw = drawn
             raise DrawFailedError(result, document)
