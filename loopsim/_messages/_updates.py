@@ -1,0 +1,251 @@
+"""Streaming updates: one chunk of a response, and merging a stream back into messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from ._chat import (
+    Message,
+    _all_contents,
+    _built,
+    _optional_str,
+    build_message,
+    text_content,
+)
+from ._content import (
+    MODEL_CONFIG,
+    Content,
+    ContentInput,
+    TextContent,
+    Usage,
+    UsageContent,
+    contents_of,
+    text_of,
+)
+
+__all__ = [
+    "AgentResponseUpdate",
+    "ChatResponseUpdate",
+    "build_agent_update",
+    "build_chat_update",
+    "merge_updates",
+    "message_update",
+]
+
+
+_U = TypeVar("_U", bound="_Update")
+
+
+def _build_update(
+    cls: type[_U], role: str, contents: Sequence[Content], ids: dict[str, str | None]
+) -> _U:
+    if type(role) is str and all(map(_optional_str, ids.values())) and _all_contents(contents):
+        return _built(cls, {"role": role, "contents": list(contents), **ids})
+    return cls(role, contents, **ids)
+
+
+def build_agent_update(
+    role: str,
+    contents: Sequence[Content],
+    *,
+    author_name: str | None = None,
+    message_id: str | None = None,
+    response_id: str | None = None,
+    agent_id: str | None = None,
+) -> AgentResponseUpdate:
+    """``AgentResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
+    ids = {
+        "author_name": author_name,
+        "message_id": message_id,
+        "response_id": response_id,
+        "agent_id": agent_id,
+    }
+    return _build_update(AgentResponseUpdate, role, contents, ids)
+
+
+def message_update(
+    message: Message, *, response_id: str | None = None, agent_id: str | None = None
+) -> AgentResponseUpdate:
+    """``message`` as one streaming update: its role, contents, author and id."""
+    return build_agent_update(
+        message.role,
+        message.contents,
+        author_name=message.author_name,
+        message_id=message.message_id,
+        response_id=response_id,
+        agent_id=agent_id,
+    )
+
+
+def build_chat_update(
+    role: str,
+    contents: Sequence[Content],
+    *,
+    author_name: str | None = None,
+    message_id: str | None = None,
+    response_id: str | None = None,
+) -> ChatResponseUpdate:
+    """``ChatResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
+    ids = {"author_name": author_name, "message_id": message_id, "response_id": response_id}
+    return _build_update(ChatResponseUpdate, role, contents, ids)
+
+
+def merge_updates(
+    updates: Iterable[Any], *, with_agent_id: bool
+) -> tuple[list[Message], str | None, str | None, Usage | None]:
+    """The messages, last response id, last agent id and summed usage of ``updates``."""
+    messages: list[Message] = []
+    usage: Usage | None = None
+    response_id: str | None = None
+    agent_id: str | None = None
+    current: _MessageBuilder | None = None
+    for update in updates:
+        response_id = update.response_id or response_id
+        if with_agent_id:
+            agent_id = update.agent_id or agent_id
+        contents: Sequence[Content] = update.contents
+        for content in contents:
+            if isinstance(content, UsageContent):  # usage is summed, not kept: filter
+                kept: list[Content] = []
+                for item in contents:
+                    if isinstance(item, UsageContent):
+                        usage = item.usage if usage is None else usage + item.usage
+                    else:
+                        kept.append(item)
+                contents = kept
+                break
+        if not contents:
+            continue
+        if current is None or not current.accepts(update):
+            if current is not None:
+                messages.append(current.build())
+            current = _MessageBuilder(update.role, update.author_name, update.message_id)
+        current.add(contents)
+    if current is not None:
+        messages.append(current.build())
+    return messages, response_id, agent_id, usage
+
+
+@dataclass(slots=True)
+class _MessageBuilder:
+    """Collects one message's contents; adjacent text pieces become one TextContent.
+
+    A run of adjacent text pieces is joined once when it ends (a run of one keeps its
+    TextContent object), rather than re-building a TextContent per piece.
+    """
+
+    role: str
+    author_name: str | None
+    message_id: str | None
+    contents: list[Content] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    first_text: TextContent | None = None
+
+    def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
+        return update.role == self.role and (
+            update.message_id is None
+            or self.message_id is None
+            or update.message_id == self.message_id
+        )
+
+    def add(self, contents: Sequence[Content]) -> None:
+        for content in contents:
+            if isinstance(content, TextContent):
+                if self.first_text is None:
+                    self.first_text = content
+                self.texts.append(content.text)
+            else:
+                self._end_text()
+                self.contents.append(content)
+
+    def _end_text(self) -> None:
+        first = self.first_text
+        if first is not None:
+            texts = self.texts
+            self.contents.append(first if len(texts) == 1 else text_content("".join(texts)))
+            self.first_text = None
+            self.texts = []
+
+    def build(self) -> Message:
+        self._end_text()
+        return build_message(self.role, self.contents, self.author_name, self.message_id)
+
+
+class _Update(BaseModel):
+    """The fields and text helper every streaming update has."""
+
+    model_config = MODEL_CONFIG
+
+    role: str = "assistant"
+    contents: list[Content] = Field(default_factory=list)
+    author_name: str | None = None
+    message_id: str | None = None
+    response_id: str | None = None
+
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        response_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            role=role,
+            contents=contents_of(contents),
+            author_name=author_name,
+            message_id=message_id,
+            response_id=response_id,
+            **extra,
+        )
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the update's text contents."""
+        return text_of(self.contents)
+
+
+class AgentResponseUpdate(_Update):
+    """One piece of a streaming agent run (``agent_id`` says which agent sent it)."""
+
+    agent_id: str | None = None
+
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        *,
+        author_name: str | None = None,
+        message_id: str | None = None,
+        response_id: str | None = None,
+        agent_id: str | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            role,
+            contents,
+            author_name=author_name,
+            message_id=message_id,
+            response_id=response_id,
+            agent_id=agent_id,
+            **extra,
+        )
+
+
+class ChatResponseUpdate(_Update):
+    """One piece of a streaming chat response."""
+
+    # Spelled out so the pydantic mypy plugin keeps the positional signature of _Update.
+    def __init__(
+        self,
+        role: str = "assistant",
+        contents: Sequence[ContentInput] | str | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(role, contents, **fields)
