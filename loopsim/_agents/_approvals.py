@@ -29,7 +29,7 @@ without any is passed on untouched (O(1)); a history with one is filtered in O(n
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from .._messages import (
     Message,
 )
 
-__all__ = ["HistoryList", "for_model", "has_controls", "may_hold_controls"]
+__all__ = ["HistoryList", "for_model", "has_controls", "may_hold_controls", "without"]
 
 _CONTROLS = (FunctionApprovalRequestContent, FunctionApprovalResponseContent)
 
@@ -168,10 +168,12 @@ def _settled_filter(messages: Sequence[Message]) -> list[Message]:
             elif isinstance(content, FunctionResultContent):
                 ledger.result(content.call_id)
     keep = {id(c) for c in (*ledger.open_requests.values(), *ledger.open_answers.values())}
-    return _without(messages, lambda c: isinstance(c, _CONTROLS) and id(c) not in keep)
+    return without(messages, lambda c: isinstance(c, _CONTROLS) and id(c) not in keep)
 
 
-def _without(messages: Sequence[Message], drop: Any) -> list[Message]:
+def without(messages: Sequence[Message], drop: Callable[[Any], bool]) -> list[Message]:
+    """``messages`` without the contents ``drop`` picks (as new message objects; a message
+    left empty is left out, an untouched one is kept as it is)."""
     out: list[Message] = []
     for message in messages:
         kept = [c for c in message.contents if not drop(c)]

@@ -21,6 +21,7 @@ from .._messages import (
     FunctionResultContent,
     Message,
 )
+from ._approvals import without
 from ._session_dicts import messages_from_dicts, messages_to_dicts
 
 __all__ = ["Batch", "find_batch", "for_model_after_batch", "hold", "log_batches", "release"]
@@ -149,7 +150,7 @@ def for_model_after_batch(
             and content.id in ids
         )
 
-    shown = _without(loaded, of_batch) if loop_sees_history else list(loaded)
+    shown = without(loaded, of_batch) if loop_sees_history else list(loaded)
     prefix: list[Message] = []
     placed = False
     for message in input_messages:
@@ -162,14 +163,3 @@ def for_model_after_batch(
         elif kept:
             prefix.append(message.model_copy(update={"contents": kept}))
     return shown, prefix
-
-
-def _without(messages: Sequence[Message], drop: Any) -> list[Message]:
-    out: list[Message] = []
-    for message in messages:
-        kept = [c for c in message.contents if not drop(c)]
-        if len(kept) == len(message.contents):
-            out.append(message)
-        elif kept:
-            out.append(message.model_copy(update={"contents": kept}))
-    return out

@@ -24,7 +24,7 @@ from .._messages import (
     text_message,
 )
 from .._wording import WORDING
-from ._approvals import for_model, has_controls
+from ._approvals import for_model, has_controls, without
 from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._context import SessionContext
 from ._session import AgentSession, MessageView
@@ -318,7 +318,7 @@ class RunState:
             later = made if streamed else produced
             if streamed:  # nor the fallback text past a limit (no model call made it)
                 log_batches(session.state, later)  # the history will not show the batches
-                later = _without_approval_requests([m for m in later if m is not self.fallback])
+                later = without([m for m in later if m is not self.fallback], _is_approval_request)
             kept = [*self.prefix, *later[self.sent_from :]]
         response = build_agent_response(
             produced,
@@ -387,13 +387,5 @@ def _with_approval_requests(
     return out
 
 
-def _without_approval_requests(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` without the approval requests a run put beside its calls."""
-    out: list[Message] = []
-    for message in messages:
-        kept = [c for c in message.contents if not isinstance(c, FunctionApprovalRequestContent)]
-        if len(kept) == len(message.contents):
-            out.append(message)
-        elif kept:
-            out.append(message.model_copy(update={"contents": kept}))
-    return out
+def _is_approval_request(content: object) -> bool:
+    return isinstance(content, FunctionApprovalRequestContent)
