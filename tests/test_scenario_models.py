@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import loopsim
-from loopsim._scenario import load_scenario, run_scenario
+from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
 from loopsim._transcript._cassette import Cassette
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,20 @@ def test_run_scenario_without_models_or_cassette_says_how_to_record(
     with pytest.raises(loopsim.LoopsimError, match="--loopsim-record-mode=once") as raised:
         run_scenario(loaded)
     assert str(tmp_path / "cassettes" / "recorded_model.transcript.json") in str(raised.value)
+    assert called == []
+
+
+def test_run_scenario_of_a_model_scenario_from_text_asks_for_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # the model module, as from a file
+    loaded = load_scenario_text(EXAMPLE.read_text(encoding="utf-8"))
+    import recorded_model
+
+    called: list[str] = []
+    monkeypatch.setattr(recorded_model, "calc", called.append)
+    with pytest.raises(loopsim.ScenarioError, match="pass models="):
+        run_scenario(loaded)  # no file, so no cassette: never the real model
     assert called == []
 
 
