@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import doctest
+import os
+import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
@@ -22,6 +24,8 @@ import anyio.lowlevel
 import anyio.to_thread
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import loopsim._clock
 from loopsim import _trace
@@ -278,6 +282,32 @@ def test_equal_deadlines_agree_across_backends(checkpoints: list[int]) -> None:
     on_trio = simulate(wake_order, checkpoints, backend="trio")
 
     assert on_asyncio == on_trio
+
+
+async def wake_order_at(plan: list[tuple[int, int]]) -> list[int]:
+    """Task i passes plan[i][1] scheduling points, then sleeps plan[i][0] seconds."""
+    woke: list[int] = []
+
+    async def sleeper(i: int) -> None:
+        delay, checkpoints = plan[i]
+        for _ in range(checkpoints):
+            await anyio.lowlevel.checkpoint()
+        await anyio.sleep(delay)
+        woke.append(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(plan)):
+            tg.start_soon(sleeper, i)
+    return woke
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=40))
+def test_timers_fire_by_deadline_then_by_who_slept_first(plan: list[tuple[int, int]]) -> None:
+    expected = sorted(range(len(plan)), key=lambda i: (plan[i][0], plan[i][1], i))
+
+    assert simulate(wake_order_at, plan, wall_clock=False) == expected
+    assert simulate(wake_order_at, plan, backend="trio", wall_clock=False) == expected
 
 
 async def ping_pong_log() -> list[tuple[float, str]]:
@@ -691,3 +721,146 @@ def test_a_finished_asyncio_run_is_freed_without_the_cycle_collector() -> None:
         assert ref() is None
     finally:
         gc.enable()
+
+
+# --- the end of an asyncio run ----------------------------------------------------------
+
+
+def test_tasks_left_running_are_cancelled_when_the_run_ends() -> None:
+    clock = VirtualClock(wall_clock=False)
+    seen: list[str] = []
+
+    async def forgotten() -> None:
+        try:
+            await asyncio.sleep(100)
+        finally:
+            seen.append(f"cleaned up at t={asyncio.get_running_loop().time()}")
+
+    async def main() -> str:
+        asyncio.get_running_loop().create_task(forgotten())
+        await asyncio.sleep(2)
+        return "main done"
+
+    assert clock.run(main) == "main done"
+    assert seen == ["cleaned up at t=2.0"]
+    assert clock.elapsed == 2.0
+
+
+def test_a_left_task_that_fails_while_cancelled_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(100)
+        finally:
+            raise ValueError("broke while being cancelled")
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(stubborn())
+        await asyncio.sleep(1)
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        simulate(main, wall_clock=False)
+
+    errors = [r.exc_info[1] for r in caplog.records if r.exc_info is not None]
+    assert [(type(e), str(e)) for e in errors] == [(ValueError, "broke while being cancelled")]
+
+
+def test_async_generators_left_open_are_finalized_when_the_run_ends() -> None:
+    closed: list[str] = []
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            for n in range(10):
+                yield n
+        finally:
+            closed.append("finalized")
+
+    async def main() -> int:
+        stream = numbers()
+        first = await stream.__anext__()  # left suspended, never closed by the program
+        await asyncio.sleep(1)
+        return first
+
+    assert simulate(main, wall_clock=False) == 0
+    assert closed == ["finalized"]
+
+
+def test_the_default_executor_is_joined_when_the_run_ends() -> None:
+    workers: list[threading.Thread] = []
+
+    def job() -> str:
+        workers.append(threading.current_thread())
+        return "ran"
+
+    async def main() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, job)
+
+    assert simulate(main, wall_clock=False) == "ran"
+    assert len(workers) == 1
+    assert not workers[0].is_alive()
+
+
+def test_sniffio_sees_asyncio_inside_the_run_and_nothing_after() -> None:
+    sniffio = pytest.importorskip("sniffio")
+
+    async def main() -> str:
+        return str(sniffio.current_async_library())
+
+    assert simulate(main, wall_clock=False) == "asyncio"
+    with pytest.raises(sniffio.AsyncLibraryNotFoundError):
+        sniffio.current_async_library()
+
+
+def test_a_run_inside_a_running_event_loop_is_a_clear_error() -> None:
+    async def outer() -> None:
+        simulate(asyncio.sleep, 1, wall_clock=False)
+
+    with pytest.raises(RuntimeError, match="cannot start inside a running event loop"):
+        asyncio.run(outer())
+
+
+# --- the asyncio loop's self-pipe (made when the loop first blocks for real) --------------
+
+
+def test_a_signal_handler_runs_in_the_simulation() -> None:
+    async def main() -> tuple[str, float]:
+        loop = asyncio.get_running_loop()
+        got = asyncio.Event()
+        loop.add_signal_handler(signal.SIGUSR1, got.set)
+        try:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            await asyncio.wait_for(got.wait(), timeout=3600)
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+        return "signalled", loop.time()
+
+    assert simulate(main, wall_clock=False) == ("signalled", 0.0)
+
+
+def test_the_loops_own_wake_up_pipe_is_not_the_programs_io() -> None:
+    # Waiting for an anyio worker thread blocks the loop for real, which makes its
+    # self-pipe; a wait that nothing can end afterwards is still a deadlock, not a wait
+    # on real I/O (which would run into the real-time limit instead).
+    async def main() -> None:
+        assert await anyio.to_thread.run_sync(blocking_work) == "thread done"
+        await anyio.Event().wait()
+
+    with pytest.raises(SimulationDeadlock, match=r"awaiting Event\.wait"):
+        simulate(main, wall_clock=False, real_time_limit=10)
+
+
+def test_the_event_loop_internals_the_virtual_loop_relies_on_still_exist() -> None:
+    # The virtual loop overrides or reads these CPython internals of the selector loop;
+    # an upgrade that renames one must fail here, not deep inside a run.
+    loop = asyncio.SelectorEventLoop()
+    try:
+        for name in ("_make_self_pipe", "_close_self_pipe", "_write_to_self", "_run_once"):
+            assert callable(getattr(loop, name, None)), name
+        for name in ("_ssock", "_csock", "_ready", "_scheduled", "_asyncgens"):
+            assert hasattr(loop, name), name
+        assert isinstance(loop._clock_resolution, float)  # type: ignore[attr-defined]
+        timer = loop.call_at(12.5, print)
+        assert timer._when == 12.5  # type: ignore[attr-defined]  # the heap's sort key
+    finally:
+        loop.close()

@@ -44,16 +44,14 @@ import heapq
 import itertools
 import math
 import selectors
+import socket
 import threading
 from collections.abc import Callable, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextvars import Context
+from contextvars import Context, Token
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 from typing_extensions import TypeVarTuple, Unpack
-
-from loopsim._errors import SimulationError
 
 from ._session import (
     IO_GRACE,
@@ -65,6 +63,11 @@ from ._session import (
     waits_on_thread,
 )
 from ._watchdog import real_time
+
+try:  # anyio asks sniffio for the running library when it is installed
+    import sniffio
+except ImportError:  # pragma: no cover - trio (a dev dependency) brings it
+    sniffio = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -105,9 +108,13 @@ class _SequencedTimerHandle(asyncio.TimerHandle):
         return (self.when(), self._seq)
 
     def __lt__(self, other: asyncio.TimerHandle) -> bool:
-        if isinstance(other, _SequencedTimerHandle):
-            return self._key() < other._key()
-        return super().__lt__(other)
+        # The timer heap's only comparison, so the hot one: CPython's own slot reads.
+        when: float = self._when  # type: ignore[attr-defined]  # TimerHandle's slot
+        other_when: float = other._when  # type: ignore[attr-defined]
+        if when != other_when:
+            return when < other_when
+        seq = getattr(other, "_seq", None)  # a foreign handle at the same time: not less
+        return seq is not None and self._seq < seq
 
     def __le__(self, other: asyncio.TimerHandle) -> bool:
         if isinstance(other, _SequencedTimerHandle):
@@ -140,9 +147,9 @@ class _IdleAwareSelector(selectors.BaseSelector):
         #: never goes idle (see ``VirtualEventLoop._step``).
         self.abort: BaseException | None = None
 
-    def seal(self) -> None:
-        """Everything registered so far (the loop's self-pipe) is the loop's own."""
-        self._own_fds = frozenset(self._fds)
+    def own(self, fd: int) -> None:
+        """``fd`` (the loop's self-pipe) is the loop's own, not the program's I/O."""
+        self._own_fds = self._own_fds | {fd}
 
     @property
     def watches_io(self) -> bool:
@@ -181,7 +188,7 @@ class _IdleAwareSelector(selectors.BaseSelector):
             raise self.abort
         # Whatever already arrived (I/O, a thread's call_soon_threadsafe wake-up) is
         # handled before virtual time may move.
-        ready = self._real.select(0)
+        ready = self._real.select(0) if self._fds else []  # nothing registered: no syscall
         if ready or (timeout is not None and timeout <= 0):
             return ready
         if self.on_idle is None:
@@ -219,7 +226,6 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
     def __init__(self, session: Session[Any]) -> None:
         self._idle_selector = _IdleAwareSelector()
         super().__init__(self._idle_selector)
-        self._idle_selector.seal()
         self._idle_selector.on_idle = self._on_idle
         self._session = session
         self._vclock = session.clock
@@ -230,16 +236,46 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         session.describe = self._describe_waiting
         session.step = self._step
         session.cancel_pending = self._cancel_pending
-
-    @property
-    def _clock_resolution(self) -> float:
         # One ulp of the current virtual time: "due" means when <= time() (module doc).
-        return math.ulp(self._vclock._elapsed)
+        # BaseEventLoop.__init__ stored the real monotonic clock's resolution; not ours.
+        self._clock_resolution = math.ulp(self._vclock._elapsed)
 
-    @_clock_resolution.setter
-    def _clock_resolution(self, _value: float) -> None:
-        # BaseEventLoop.__init__ stores the real monotonic clock's resolution; not ours.
-        return
+    # -- the self-pipe, made when first needed --------------------------------------------
+    #
+    # BaseSelectorEventLoop makes a socket pair in __init__ so that other threads
+    # (call_soon_threadsafe) and signals can wake a loop blocked in select; making and
+    # closing it costs more than a short simulation's whole loop. This loop blocks for real
+    # only in _block (a busy thread, watched I/O) and for signal handlers, so the pair is
+    # made there. A thread's call_soon_threadsafe without the pair still lands in the ready
+    # queue, which the loop reads before it could block (and again once the pair exists).
+
+    def _make_self_pipe(self) -> None:
+        self._ssock: socket.socket | None = None
+        self._csock: socket.socket | None = None
+
+    def _open_self_pipe(self) -> None:
+        super()._make_self_pipe()  # type: ignore[misc]  # CPython's private maker
+        if self._ssock is not None:
+            self._idle_selector.own(self._ssock.fileno())
+
+    def _close_self_pipe(self) -> None:
+        if self._ssock is not None:
+            super()._close_self_pipe()  # type: ignore[misc]  # CPython's private closer
+
+    def add_signal_handler(
+        self, sig: int, callback: Callable[[Unpack[Ts]], object], *args: Unpack[Ts]
+    ) -> None:
+        if self._csock is None and not self.is_closed():
+            self._open_self_pipe()  # signals wake the loop through the pair
+        super().add_signal_handler(sig, callback, *args)
+
+    def _block(self, timeout: float) -> _Ready:
+        """A real, blocking select (the self-pipe exists from here on)."""
+        if self._csock is None:
+            self._open_self_pipe()
+            if self._ready:  # type: ignore[attr-defined]  # a thread called in before the pair
+                return []
+        return self._idle_selector.wait(timeout)
 
     def time(self) -> float:
         # Virtual seconds since the clock's start: small numbers, so sub-microsecond
@@ -323,24 +359,25 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         if self._ready:  # type: ignore[attr-defined]  # a thread-safe callback slipped in
             return []
         if self._threads_busy():
-            return self._idle_selector.wait(THREAD_WAIT)
+            return self._block(THREAD_WAIT)
         # _run_once dropped cancelled timers from the head before computing `timeout`,
         # so the head is the next live deadline; jump to it exactly (now + timeout can
         # differ from it in the last bit).
         head = math.inf if timeout is None else self._timer_heap()[0].when()
         if self._idle_selector.watches_io:
-            ready = self._idle_selector.wait(IO_GRACE if head < math.inf else IO_WAIT)
+            ready = self._block(IO_GRACE if head < math.inf else IO_WAIT)
             if ready or not head < math.inf:
                 return ready
         if not head < math.inf:  # no timer, or only timers at inf: nothing will fire
             if any(waits_on_thread(task.get_coro()) for task in asyncio.all_tasks(self)):
-                return self._idle_selector.wait(THREAD_WAIT)  # a thread with its own limiter
+                return self._block(THREAD_WAIT)  # a thread with its own limiter
             self._step(self._session.declare_deadlock(self._describe_waiting))
             return []
         if head > self._session.horizon:
             self._step(self._session.refuse_jump(head))
             return []
         self._vclock._advance_to(head)
+        self._clock_resolution = math.ulp(self._vclock._elapsed)
         return []
 
     def _step(self, count: int) -> None:
@@ -380,25 +417,65 @@ def _never() -> int:
 
 
 def run_asyncio(session: Session[T]) -> T:
-    """Run ``session.main`` on a fresh :class:`VirtualEventLoop` through anyio."""
+    """Run ``session.main`` on a fresh :class:`VirtualEventLoop` and close it.
 
-    # anyio passes loop_factory to asyncio.Runner (3.11+) or its own backport of it
-    # (3.10): same path on every supported Python, and the loop is never set as the
-    # policy's current loop.
-    loops: list[VirtualEventLoop] = []
-
-    def new_loop() -> asyncio.AbstractEventLoop:
-        loop = VirtualEventLoop(session)
-        loops.append(loop)
-        return loop
-
-    try:
-        return anyio.run(
-            session.main, backend="asyncio", backend_options={"loop_factory": new_loop}
+    What ``anyio.run`` (through ``asyncio.Runner``) does for a run, minus its SIGINT
+    handler, which costs more than a short simulation itself: the main task runs with
+    anyio's backend name set for sniffio; afterwards tasks left behind are cancelled and
+    awaited, async generators finalized and the default executor joined. A Ctrl-C raises
+    ``KeyboardInterrupt`` where the program is, as in ``loop.run_until_complete``. The
+    loop is never set as the policy's current loop.
+    """
+    if asyncio._get_running_loop() is not None:  # the low-level check loops use
+        msg = (
+            "a simulation cannot start inside a running event loop (it runs its own "
+            "loop): call VirtualClock.run / simulate from synchronous code"
         )
-    except SimulationError:
-        # A hard abort leaves tasks behind on the closed loop: keep them from the
-        # garbage collector (see park_abandoned).
-        if loops and loops[0]._idle_selector.abort is not None:
-            park_abandoned(list(asyncio.all_tasks(loops[0])))
-        raise
+        raise RuntimeError(msg)
+    loop = VirtualEventLoop(session)
+    token = _set_library()
+    try:
+        return loop.run_until_complete(session.main())
+    finally:
+        try:
+            if loop._idle_selector.abort is None:
+                _finish(loop)
+            else:
+                # A hard abort leaves tasks behind that cannot unwind: keep them from
+                # the garbage collector (see park_abandoned).
+                park_abandoned(list(asyncio.all_tasks(loop)))
+        finally:
+            _reset_library(token)
+            loop.close()
+
+
+def _finish(loop: VirtualEventLoop) -> None:
+    """``asyncio.Runner.close``'s clean-up, each step only when there is something to do."""
+    left = list(asyncio.all_tasks(loop))
+    if left:
+        for task in left:
+            task.cancel()
+        outcomes = loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        for task, outcome in zip(left, outcomes, strict=True):
+            if isinstance(outcome, BaseException) and not task.cancelled():
+                loop.call_exception_handler(
+                    {
+                        "message": "unhandled exception in a task left running at the end",
+                        "exception": outcome,
+                        "task": task,
+                    }
+                )
+    if loop._asyncgens:  # type: ignore[attr-defined]  # BaseEventLoop's live async generators
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    if loop._default_executor is not None:
+        loop.run_until_complete(loop.shutdown_default_executor())
+
+
+def _set_library() -> Token[str | None] | None:
+    # anyio.run tells sniffio (which anyio asks on every call) the backend's name.
+    return None if sniffio is None else sniffio.current_async_library_cvar.set("asyncio")
+
+
+def _reset_library(token: Token[str | None] | None) -> None:
+    if sniffio is not None and token is not None:
+        sniffio.current_async_library_cvar.reset(token)
