@@ -139,6 +139,31 @@ def test_chat_middleware_given_to_the_adapter_sees_every_model_call() -> None:
     assert calls == [1, 3]
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["plain", "recorded"])
+def test_function_middleware_given_to_the_adapter_runs_with_and_without_a_transcript(
+    traced: bool,
+) -> None:
+    seen: list[str] = []
+
+    class Watching(af.FunctionMiddleware):
+        async def process(self, context: Any, call_next: Any) -> None:
+            seen.append(context.function.name)
+            await call_next()
+
+    scripted = ScriptedChatClient([call("add", a=1, b=2), "3"])
+    agent = af.Agent(
+        client=as_chat_client(scripted, middleware=[Watching()]), name="calc", tools=[add]
+    )
+    if traced:
+        result, transcript = loopsim.record(agent.run, "1+2")
+        kinds = [e.kind for e in transcript.events]
+        assert kinds.count("tool_call") == kinds.count("tool_result") == 1
+    else:
+        result = loopsim.simulate(agent.run, "1+2")
+    assert result.text == "3"
+    assert seen == ["add"]
+
+
 def test_from_chat_client_puts_a_recording_client_in_front_of_an_upstream_client() -> None:
     inner = ScriptedChatClient([call("double", x=4), "8"])
 

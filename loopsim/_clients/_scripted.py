@@ -65,19 +65,19 @@ def _check_item(item: object, where: str) -> None:
 
 
 def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
+    # Ids are drawn here in the order _stamp_ids would draw them (message, then response),
+    # which saves copying the response to stamp it.
     if isinstance(item, str):
-        # Ids drawn here in the order _stamp_ids would draw them (message, then response),
-        # which saves copying the message to stamp it.
         message = text_message("assistant", item, None, _trace.next_id("msg"))
-        response = build_chat_response([message], response_id=_trace.next_id("resp"))
-    elif isinstance(item, Message):
-        response = ChatResponse(item)
-    else:
-        assert isinstance(item, ChatResponse)  # noqa: S101 - narrowed by _check_item
-        response = item
+        return build_chat_response([message], response_id=_trace.next_id("resp"), usage=usage)
+    if isinstance(item, Message):
+        if not item.message_id:
+            item = item.model_copy(update={"message_id": _trace.next_id("msg")})
+        return build_chat_response([item], response_id=_trace.next_id("resp"), usage=usage)
+    assert isinstance(item, ChatResponse)  # noqa: S101 - narrowed by _check_item
     if usage is not None:
-        response = response.model_copy(update={"usage": usage})
-    return response
+        return item.model_copy(update={"usage": usage})
+    return item
 
 
 class ScriptedChatClient(FakeChatClient):

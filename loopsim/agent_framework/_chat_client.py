@@ -53,8 +53,9 @@ class LoopsimChatClient(
         middleware: Sequence[Any] | None = None,
         function_invocation_configuration: Any = None,
     ) -> None:
+        self._tool_trace = ToolTraceMiddleware()
         super().__init__(
-            middleware=[ToolTraceMiddleware(), *(middleware or ())],
+            middleware=middleware,
             function_invocation_configuration=function_invocation_configuration,
         )
         self.loopsim_client = loopsim_client
@@ -66,6 +67,18 @@ class LoopsimChatClient(
 
     def __repr__(self) -> str:
         return f"LoopsimChatClient({self.loopsim_client!r})"
+
+    # The function-invocation layer reads ``function_middleware`` on every request. The
+    # tool-tracing middleware joins it only while a transcript is recorded: any function
+    # middleware sends each tool call down agent_framework's slower middleware path.
+    @property
+    def function_middleware(self) -> list[Any]:
+        own = self._function_middleware
+        return [self._tool_trace, *own] if _trace.observed() else own
+
+    @function_middleware.setter
+    def function_middleware(self, value: list[Any]) -> None:
+        self._function_middleware = list(value)
 
     @property
     def name(self) -> str | None:

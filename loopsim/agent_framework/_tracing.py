@@ -2,8 +2,8 @@
 
 * model_request / model_response / model_error: the chat-client adapter
   (``LoopsimChatClient``) reports each model call it answers.
-* tool_call / tool_result: :class:`ToolTraceMiddleware`, a function middleware every
-  ``LoopsimChatClient`` carries.
+* tool_call / tool_result: :class:`ToolTraceMiddleware`, a function middleware that every
+  ``LoopsimChatClient`` adds while a transcript is recorded.
 * session_created, task_status: :class:`RunTraceMiddleware`, an agent middleware that
   :func:`instrument` appends to an agent; after every run and every tool call it compares
   each BackgroundAgentsProvider's task records in the session with what it last saw.
