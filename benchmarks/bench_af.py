@@ -9,8 +9,12 @@ The anchor case (issue 11): a parent ``agent_framework.Agent`` with a
 * ``loop``: under ``AgentLoopMiddleware`` (three iterations, one wait each; the predicate
   counts iterations so that the sleep-free baseline does the same work).
 
-Rows (median wall ms per program, program built inside the measured call; the variants
-are measured in turns, one of each per round):
+Rows (median wall ms per program, program built inside the measured call). The variants
+are measured in rounds, one call of each per round, in forward order one round and
+reverse order the next; the garbage collector runs as it would (no ``gc.collect`` before
+a call: that leaves the caches cold and adds more noise than it removes). A ratio row is
+the median over rounds of the two variants' ratio *in the same round*, which cancels the
+machine's drift, with a 95 % bootstrap interval of that median in its note:
 
 * ``engine``: loopsim's ``ScriptedChatClient`` behind ``as_chat_client``, on loopsim's
   virtual clock (``VirtualClock(wall_clock=False)``) — what a scenario on this engine costs;
@@ -21,21 +25,32 @@ are measured in turns, one of each per round):
 * ``looptime``: the upstream-only client on a ``looptime`` event loop (virtual time too),
   compared with the same program on loopsim's clock;
 * ``1 day / 1 second``: the engine with every time scaled by 86 400 against 1;
-* ``tracing``: the engine with ``instrument`` and a transcript recorder against without.
+* ``tracing``: the engine with ``instrument`` and a transcript recorder against without;
+* ``clock only``: no agent at all, 2,000 sleeps one after another and 2,000 concurrent
+  sleepers, on looptime and on loopsim's clock: what the clocks themselves cost, apart
+  from the package's own work, which dominates the anchor program.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
+import statistics
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
-    from _common import Row, median, median_time, quiet_upstream
+    from _common import Row, median, quiet_upstream
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median, median_time, quiet_upstream
+    from benchmarks._common import Row, median, quiet_upstream
+
+#: Resamples of the bootstrap interval of a paired ratio.
+BOOTSTRAP = 2000
+#: Sleeps (or sleepers) of the clock-only programs.
+CLOCK_SLEEPS = 2000
 
 START = "background_agents_start_task"
 WAIT = "background_agents_wait_for_first_completion"
@@ -185,14 +200,76 @@ def on_looptime(fn: Callable[[], Any]) -> None:
         loop.close()
 
 
-def interleaved(fns: list[Callable[[], object]], repeat: int) -> list[float]:
-    """Median seconds of each ``fn``, measured in turns (one of each per round), so that a
-    shared machine's load drifting during the run weighs on every variant alike."""
+def interleaved(fns: list[Callable[[], object]], repeat: int) -> list[list[float]]:
+    """Seconds of each ``fn`` per round: ``repeat`` rounds of one call each, in forward
+    order one round and reverse order the next, so that a shared machine's drifting load
+    weighs on every variant alike and none always runs first."""
     samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for index, fn in enumerate(fns):
-            samples[index].append(median_time(fn, 1))
-    return [median(s) for s in samples]
+    order = list(range(len(fns)))
+    for round_ in range(repeat):
+        for index in order if round_ % 2 == 0 else order[::-1]:
+            began = time.perf_counter()
+            fns[index]()
+            samples[index].append(time.perf_counter() - began)
+    return samples
+
+
+def paired_ratio(over: list[float], under: list[float]) -> tuple[float, float, float]:
+    """Median of ``over[i] / under[i]`` (same round) and a 95 % bootstrap interval of it."""
+    ratios = [a / b for a, b in zip(over, under, strict=True)]
+    rng = random.Random(0)  # a fixed resampling: the interval repeats run to run
+    medians = sorted(
+        statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP)
+    )
+    low, high = medians[int(0.025 * BOOTSTRAP)], medians[int(0.975 * BOOTSTRAP) - 1]
+    return statistics.median(ratios), low, high
+
+
+def _interval(low: float, high: float, rounds: int) -> str:
+    return f"median of {rounds} paired rounds; 95% interval {low:.2f}-{high:.2f}"
+
+
+async def _sequential_sleeps() -> None:
+    for _ in range(CLOCK_SLEEPS):
+        await asyncio.sleep(0.5)
+
+
+async def _concurrent_sleepers() -> None:
+    async def sleeper(n: int) -> None:
+        await asyncio.sleep(n % 50)
+
+    await asyncio.gather(*(sleeper(n) for n in range(CLOCK_SLEEPS)))
+
+
+def clock_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
+    """The clocks alone: looptime against loopsim's clock on programs of plain sleeps."""
+    rows: list[Row] = []
+    for case, fn in (
+        (f"{CLOCK_SLEEPS:,} sleeps one after another", _sequential_sleeps),
+        (f"{CLOCK_SLEEPS:,} concurrent sleepers", _concurrent_sleepers),
+    ):
+        on_loopsim(fn)
+        on_looptime(fn)
+        t_loopsim, t_looptime = interleaved(
+            [lambda f=fn: on_loopsim(f), lambda f=fn: on_looptime(f)], repeat
+        )
+        ratio, low, high = paired_ratio(t_looptime, t_loopsim)
+        for label, value, unit, note in (
+            ("loopsim clock", median(t_loopsim) * 1e3, "ms/program", ""),
+            ("looptime", median(t_looptime) * 1e3, "ms/program", ""),
+            ("looptime / loopsim clock", ratio, "x", _interval(low, high, repeat)),
+        ):
+            rows.append(
+                Row(
+                    section="agent_framework engine",
+                    case=f"clock only, {case}: {label}",
+                    value=value,
+                    unit=unit,
+                    note=note,
+                )
+            )
+            log(f"{rows[-1].case}: {value:.2f} {unit}")
+    return rows
 
 
 def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
@@ -211,7 +288,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
         assert on_loopsim(engine_day) == 2.0 * 86400
         on_asyncio(floor)
         on_looptime(native)
-        t_engine, t_floor, t_native, t_looptime, t_day, t_traced = interleaved(
+        samples = interleaved(
             [
                 lambda e=engine: on_loopsim(e),
                 lambda f=floor: on_asyncio(f),
@@ -222,6 +299,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
             ],
             repeat,
         )
+        s_engine, s_floor, s_native, s_looptime, s_day, s_traced = samples
 
         def row(
             case: str, value: float, unit: str = "ms/program", kind: str = kind, **fields: Any
@@ -231,32 +309,43 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
             )
             log(f"{rows[-1].case}: {value:.2f} {unit}")
 
-        row("engine (loopsim clock + fakes)", t_engine * 1e3)
-        row("upstream, plain asyncio, no sleeps", t_floor * 1e3)
-        row("upstream client, loopsim clock", t_native * 1e3)
-        row("upstream client, looptime", t_looptime * 1e3)
-        ratio = t_engine / t_floor
-        row("engine / no-sleep asyncio", ratio, "x", target="<= 1.2x", met=ratio <= 1.2)
-        vs_looptime = t_looptime / t_native
-        row(
+        def ratio_row(case: str, over: list[float], under: list[float], **fields: Any) -> float:
+            ratio, low, high = paired_ratio(over, under)
+            note = _interval(low, high, repeat)
+            if fields.get("note"):
+                note = f"{fields.pop('note')}; {note}"
+            row(case, ratio, "x", note=note, **fields)
+            return ratio
+
+        row("engine (loopsim clock + fakes)", median(s_engine) * 1e3)
+        row("upstream, plain asyncio, no sleeps", median(s_floor) * 1e3)
+        row("upstream client, loopsim clock", median(s_native) * 1e3)
+        row("upstream client, looptime", median(s_looptime) * 1e3)
+        ratio = ratio_row("engine / no-sleep asyncio", s_engine, s_floor, target="<= 1.2x")
+        rows[-1].met = ratio <= 1.2
+        vs_looptime = ratio_row(
             "looptime / loopsim clock (same program)",
-            vs_looptime,
-            "x",
+            s_looptime,
+            s_native,
             target=">= 1.0x (as fast)",
-            met=vs_looptime >= 1.0,
         )
-        adapter = t_engine / t_native
-        row("adapter: engine / upstream client", adapter, "x", note="as_chat_client conversions")
-        growth = t_day / t_engine
-        row("cost 1 day / 1 second", growth, "x", target="<= 1.2x", met=growth <= 1.2)
-        overhead = t_traced / t_engine
-        row("tracing on / off", overhead, "x", note="instrument + Recorder")
+        rows[-1].met = vs_looptime >= 1.0
+        ratio_row(
+            "adapter: engine / upstream client",
+            s_engine,
+            s_native,
+            note="as_chat_client conversions",
+        )
+        growth = ratio_row("cost 1 day / 1 second", s_day, s_engine, target="<= 1.2x")
+        rows[-1].met = growth <= 1.2
+        ratio_row("tracing on / off", s_traced, s_engine, note="instrument + Recorder")
+    rows += clock_rows(max(5, repeat // 4), log)
     return rows
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=41)
     args = parser.parse_args(argv)
     run(repeat=args.repeat)
 
