@@ -308,7 +308,7 @@ class _Summary:
                 self.failed += 1
             self.virtual += float(props.get("loopsim_elapsed", 0.0) or 0.0)
 
-    def line(self) -> str:
+    def line(self, *, interrupted: bool = False) -> str:
         total = self.passed + self.failed + self.invalid + self.skipped
         parts = [f"{self.passed} passed"]
         if self.failed:
@@ -317,6 +317,8 @@ class _Summary:
             parts.append(f"{self.invalid} invalid")
         if self.skipped:
             parts.append(f"{self.skipped} skipped")
+        if interrupted:
+            parts.append("then interrupted")
         return (
             f"loopsim: {total} scenario{'s' if total != 1 else ''}: {', '.join(parts)} "
             f"({_hours(self.virtual)} of virtual time)"
@@ -358,7 +360,14 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     # plugin module; that warning is expected here and must not become an error.
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     code = int(pytest.main([*quiet, *arguments], plugins=plugins))
-    print(summary.line())  # noqa: T201 - CLI output
+    interrupted = code == int(pytest.ExitCode.INTERRUPTED)
+    print(summary.line(interrupted=interrupted))  # noqa: T201 - CLI output
+    if interrupted:
+        print(  # noqa: T201
+            "loopsim run: interrupted (Ctrl-C): the scenario running then and those after it "
+            "did not finish",
+            file=sys.stderr,
+        )
     if code == int(pytest.ExitCode.OK):
         return EXIT_OK
     if code == int(pytest.ExitCode.TESTS_FAILED):

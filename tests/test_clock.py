@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
@@ -864,3 +864,75 @@ def test_the_event_loop_internals_the_virtual_loop_relies_on_still_exist() -> No
         assert timer._when == 12.5  # type: ignore[attr-defined]  # the heap's sort key
     finally:
         loop.close()
+
+
+# --- Ctrl-C during an asyncio run (asyncio.run's behaviour) -------------------------------
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """SIGINT handled by Python's default handler (as in a terminal), restored after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def ctrl_c_program(presses: int, seen: list[str]) -> Callable[[], Awaitable[None]]:
+    async def main() -> None:
+        try:
+            for _ in range(presses):
+                signal.raise_signal(signal.SIGINT)
+            await asyncio.sleep(10)
+        except BaseException as exc:
+            seen.append(f"{type(exc).__name__} at t={asyncio.get_running_loop().time()}")
+            raise
+
+    return main
+
+
+@pytest.mark.usefixtures("default_sigint")
+def test_a_first_ctrl_c_cancels_the_program_then_raises_keyboard_interrupt() -> None:
+    seen: list[str] = []
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate(ctrl_c_program(1, seen), wall_clock=False)
+
+    assert seen == ["CancelledError at t=0.0"]  # the program unwound from its await
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("default_sigint")
+def test_a_second_ctrl_c_raises_at_once() -> None:
+    seen: list[str] = []
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate(ctrl_c_program(2, seen), wall_clock=False)
+
+    assert seen == ["KeyboardInterrupt at t=0.0"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sigint_handler_of_the_programs_own_is_left_alone() -> None:
+    calls: list[int] = []
+
+    def own(signum: int, _frame: object) -> None:
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGINT, own)
+    try:
+        seen: list[str] = []
+        with pytest.raises(SimulationDeadlock):  # the signal did not end the program
+            simulate(lambda: _ctrl_c_then_wait(seen), wall_clock=False)
+        assert seen == ["still running"]
+        assert calls == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+async def _ctrl_c_then_wait(seen: list[str]) -> None:
+    signal.raise_signal(signal.SIGINT)
+    seen.append("still running")
+    await anyio.Event().wait()

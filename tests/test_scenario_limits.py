@@ -26,6 +26,7 @@ _REAL = (time.perf_counter,)
 EVALUATORS = textwrap.dedent(
     """\
     import asyncio
+    import signal
     import sys
 
     import anyio
@@ -56,6 +57,13 @@ EVALUATORS = textwrap.dedent(
     class Sleeps(loopsim.LoopEvaluator):
         async def evaluate(self, context):
             await anyio.sleep(10**6)
+            return loopsim.LoopEvaluation.stop()
+
+
+    class PressesCtrlC(loopsim.LoopEvaluator):
+        async def evaluate(self, context):
+            signal.raise_signal(signal.SIGINT)  # as a real Ctrl-C would arrive
+            await anyio.sleep(1)
             return loopsim.LoopEvaluation.stop()
 
 
@@ -183,9 +191,9 @@ def test_the_watchdog_stops_a_busy_evaluator(backend: str, evaluators: Path) -> 
 @pytest.mark.parametrize(
     ("evaluator", "shown", "line"),
     [
-        ("Exits", "SystemExit(0)", 10),
-        ("Interrupts", "KeyboardInterrupt()", 15),
-        ("Cancels", "CancelledError()", 20),
+        ("Exits", "SystemExit(0)", 11),
+        ("Interrupts", "KeyboardInterrupt()", 16),
+        ("Cancels", "CancelledError()", 21),
     ],
 )
 def test_a_base_exception_from_an_evaluator_fails_the_scenario(
@@ -212,6 +220,24 @@ def run_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
         check=False,
         env=env,
     )
+
+
+def test_a_ctrl_c_ends_loopsim_run_and_says_so(evaluators: Path) -> None:
+    # The evaluator sends the process SIGINT, as a Ctrl-C in the terminal would: the first
+    # one cancels the running scenario, and the run stops there (the second file never
+    # runs) instead of reporting a failure of user code and going on.
+    (evaluators / "a_hostile.loopsim.yaml").write_text(scenario("PressesCtrlC"), "utf-8")
+    (evaluators / "b_fine.loopsim.yaml").write_text(
+        scenario().replace("name: hostile", "name: fine"), "utf-8"
+    )
+
+    done = run_cli(evaluators, ".")
+
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "KeyboardInterrupt" in done.stdout
+    assert "loopsim: 0 scenarios: 0 passed, then interrupted" in done.stdout
+    assert "loopsim run: interrupted (Ctrl-C)" in done.stderr
+    assert "b_fine" not in done.stdout
 
 
 @pytest.mark.parametrize("evaluator", ["Exits", "Interrupts", "Cancels"])

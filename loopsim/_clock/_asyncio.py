@@ -44,11 +44,13 @@ import heapq
 import itertools
 import math
 import selectors
+import signal
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import Context, Token
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import TypeVarTuple, Unpack
@@ -219,8 +221,8 @@ def _hold_for(job: Future[Any], ready: Sized) -> None:
 class VirtualEventLoop(asyncio.SelectorEventLoop):
     """A selector event loop on the virtual clock of one :class:`Session`.
 
-    Built by :func:`run_asyncio` through anyio's ``loop_factory`` backend option, used
-    for one run and closed by the runner: it is never installed as the policy's loop.
+    Built by :func:`run_asyncio`, used for one run and closed by it: it is never installed
+    as the policy's loop.
     """
 
     def __init__(self, session: Session[Any]) -> None:
@@ -419,12 +421,14 @@ def _never() -> int:
 def run_asyncio(session: Session[T]) -> T:
     """Run ``session.main`` on a fresh :class:`VirtualEventLoop` and close it.
 
-    What ``anyio.run`` (through ``asyncio.Runner``) does for a run, minus its SIGINT
-    handler, which costs more than a short simulation itself: the main task runs with
-    anyio's backend name set for sniffio; afterwards tasks left behind are cancelled and
-    awaited, async generators finalized and the default executor joined. A Ctrl-C raises
-    ``KeyboardInterrupt`` where the program is, as in ``loop.run_until_complete``. The
-    loop is never set as the policy's current loop.
+    What ``anyio.run`` (through ``asyncio.Runner``) does for a run, minus the parts a
+    simulation has no use for, which together cost about as much as a short simulation:
+    clean-up passes of the loop with nothing to clean, and a Ctrl-C handler whose removal
+    formats the main task's repr. The main task runs with the backend's name set for
+    sniffio. A first Ctrl-C cancels it (the program unwinds, then ``KeyboardInterrupt``
+    is raised here), a second one raises at once, as ``asyncio.run`` does. Afterwards
+    tasks left behind are cancelled and awaited, async generators finalized and the
+    default executor joined. The loop is never set as the policy's current loop.
     """
     if asyncio._get_running_loop() is not None:  # the low-level check loops use
         msg = (
@@ -434,9 +438,20 @@ def run_asyncio(session: Session[T]) -> T:
         raise RuntimeError(msg)
     loop = VirtualEventLoop(session)
     token = _set_library()
+    task = loop.create_task(session.main())
+    interrupts = _Interrupts(loop, task)
+    installed = interrupts.install()
     try:
-        return loop.run_until_complete(session.main())
+        return loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        if interrupts.count:
+            raise KeyboardInterrupt from None
+        raise
     finally:
+        if installed:
+            interrupts.uninstall()
+        if task.done() and not task.cancelled():
+            task.exception()  # raised above already: not "never retrieved"
         try:
             if loop._idle_selector.abort is None:
                 _finish(loop)
@@ -447,6 +462,48 @@ def run_asyncio(session: Session[T]) -> T:
         finally:
             _reset_library(token)
             loop.close()
+
+
+class _Interrupts:
+    """The SIGINT handler of a run in the main thread (``asyncio.Runner``'s behaviour)."""
+
+    __slots__ = ("count", "loop", "task")
+
+    def __init__(self, loop: VirtualEventLoop, task: asyncio.Task[Any]) -> None:
+        self.loop = loop
+        self.task = task
+        self.count = 0
+
+    def __repr__(self) -> str:  # signal.getsignal formats it: keep it cheap
+        return "<loopsim Ctrl-C handler>"
+
+    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count == 1 and not self.task.done():
+            self.task.cancel()
+            self.loop.call_soon_threadsafe(_nothing)  # wakes a loop blocked in select
+            return
+        raise KeyboardInterrupt
+
+    def install(self) -> bool:
+        """Take over Ctrl-C, if this is the main thread and nobody else has it."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return False
+        try:
+            signal.signal(signal.SIGINT, self)
+        except ValueError:  # an embedded interpreter without signals
+            return False
+        return True
+
+    def uninstall(self) -> None:
+        if signal.getsignal(signal.SIGINT) is self:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _finish(loop: VirtualEventLoop) -> None:
