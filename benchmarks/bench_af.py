@@ -339,7 +339,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
         growth = ratio_row("cost 1 day / 1 second", s_day, s_engine, target="<= 1.2x")
         rows[-1].met = growth <= 1.2
         ratio_row("tracing on / off", s_traced, s_engine, note="instrument + Recorder")
-    rows += clock_rows(max(5, repeat // 4), log)
+    rows += clock_rows(max(5, repeat // 2), log)
     return rows
 
 

@@ -88,12 +88,22 @@ def _fmt(value: float | None) -> str:
 
 
 def table(rows: Sequence[Row]) -> list[list[str]]:
-    out = [["section", "case", "loopsim", "unit", "upstream", "x faster", "target", "met"]]
+    out = [["section", "case", "loopsim", "unit", "upstream", "x faster", "target", "met", "note"]]
     for r in rows:
         met = "" if r.met is None else ("yes" if r.met else "NO")
         ratio = "" if r.ratio is None else f"{r.ratio:.1f}x"
         out.append(
-            [r.section, r.case, _fmt(r.value), r.unit, _fmt(r.upstream), ratio, r.target, met]
+            [
+                r.section,
+                r.case,
+                _fmt(r.value),
+                r.unit,
+                _fmt(r.upstream),
+                ratio,
+                r.target,
+                met,
+                r.note,
+            ]
         )
     return out
 
