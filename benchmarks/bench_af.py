@@ -345,7 +345,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=41)
+    parser.add_argument("--repeat", type=int, default=81)
     args = parser.parse_args(argv)
     run(repeat=args.repeat)
 

@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "af" in args.sections:
         if upstream:
             print("agent_framework engine ...", flush=True)
-            rows += bench_af.run(repeat=5 if quick else 41, log=log)
+            rows += bench_af.run(repeat=5 if quick else 81, log=log)
         else:
             print("agent_framework engine skipped: agent-framework-core is not installed")
     if "profile" in args.sections:

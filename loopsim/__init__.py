@@ -26,6 +26,7 @@ from ._agents import MiddlewareTermination as MiddlewareTermination
 from ._agents import ResponseStream as ResponseStream
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
+from ._agents import ToolArgumentError as ToolArgumentError
 from ._agents import tool as tool
 from ._background import BackgroundAgentsProvider as BackgroundAgentsProvider
 from ._background import (
@@ -198,6 +199,7 @@ __all__ = [
     "TodoCompletionLoopEvaluator",
     "TodoCompletionLoopEvaluatorOptions",
     "TodoProvider",
+    "ToolArgumentError",
     "Transcript",
     "TranscriptError",
     "TranscriptEvent",

@@ -22,10 +22,9 @@ class FunctionTool:
     """A tool the model can call: name, description, JSON schema and the function.
 
     Arguments from the model are validated against the function's signature (pydantic),
-    so ``task_id: int`` rejects ``"three"`` with a readable error the model sees. An
-    argument the function does not take is ignored, as upstream ignores it.
     so ``task_id: int`` rejects ``"three"`` with a readable error the model sees; or
     against ``input_model`` when given (argument names that are no Python identifier).
+    An argument the function does not take is ignored, as upstream ignores it.
     """
 
     def __init__(
@@ -82,21 +81,44 @@ class FunctionTool:
         return result
 
 
+# (name, fields) -> the arguments model: tools made again and again from functions of one
+# signature (a provider's tools are closures made for every run) share one model; building
+# a pydantic model costs far more than the rest of a short simulation.
+_Field = tuple[str, Any, type, Any]  # parameter name, annotation, type(default), default
+_MODELS: dict[tuple[str, tuple[_Field, ...]], type[BaseModel]] = {}
+_MAX_MODELS = 1024
+
+
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     signature = inspect.signature(fn)
     try:
         hints = inspect.get_annotations(fn, eval_str=True)
     except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to Any
         hints = {}
-    fields: dict[str, Any] = {}
+    fields: list[_Field] = []
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = hints.get(param.name, Any)
         default = ... if param.default is param.empty else param.default
-        fields[param.name] = (annotation, default)
+        # type(default) in the key: 1, 1.0 and True are equal, and so hash alike
+        fields.append((param.name, hints.get(param.name, Any), type(default), default))
+    key = (name, tuple(fields))
+    try:
+        cached = _MODELS.get(key)
+    except TypeError:  # an unhashable annotation or default (a list): not shared
+        return _build_model(name, fields)
+    if cached is None:
+        cached = _build_model(name, fields)
+        if len(_MODELS) >= _MAX_MODELS:
+            _MODELS.clear()
+        _MODELS[key] = cached
+    return cached
+
+
+def _build_model(name: str, fields: list[_Field]) -> type[BaseModel]:
+    definitions: dict[str, Any] = {field: (hint, default) for field, hint, _, default in fields}
     model: type[BaseModel] = create_model(
-        f"{name}_arguments", __config__=ConfigDict(extra="ignore"), **fields
+        f"{name}_arguments", __config__=ConfigDict(extra="ignore"), **definitions
     )
     return model
 
