@@ -14,6 +14,8 @@ import agent_framework as af
 from agent_framework._middleware import ChatMiddlewareLayer
 from agent_framework._tools import FunctionInvocationLayer
 
+from loopsim import Message
+
 Reply = Any  # str | af.Message | af.ChatResponse | Exception | callable(messages, options)
 
 
@@ -79,3 +81,25 @@ def af_call(call_id: str, name: str, **arguments: Any) -> af.Message:
 
 
 Factory = Callable[..., Any]
+
+
+# -- one program on either engine (engine is "loopsim" or "agent_framework") ----------------
+
+
+def approval_answer(engine: str, request: Any, approved: bool) -> Any:
+    """The user message answering approval ``request``, in that engine's types."""
+    if engine == "loopsim":
+        return Message("user", [request.create_response(approved)])
+    return af.Message(role="user", contents=[request.to_function_approval_response(approved)])
+
+
+def stored_messages(engine: str, session: Any) -> list[Any]:
+    """What the session keeps as its history (agent_framework: its in-memory store)."""
+    if engine == "loopsim":
+        return list(session.history())
+    return list(session.state["in_memory"]["messages"])
+
+
+def sent_messages(engine: str, client: Any) -> list[Any]:
+    """The messages of each request the model was sent."""
+    return [r.messages if engine == "loopsim" else r[0] for r in client.requests]

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import loopsim_cli
 
 from loopsim.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 
@@ -114,12 +112,7 @@ def test_unknown_subcommand_is_usage_error() -> None:
 
 
 def test_python_dash_m_works(tmp_path: Path) -> None:
-    done = subprocess.run(  # noqa: S603 - our own interpreter and a shipped file
-        [sys.executable, "-m", "loopsim", "validate", str(SCENARIOS / "streaming.loopsim.yaml")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = loopsim_cli("validate", str(SCENARIOS / "streaming.loopsim.yaml"))
     assert done.returncode == EXIT_OK, done.stderr
     assert "ok" in done.stdout
 
@@ -136,23 +129,14 @@ def test_python_dash_m_works(tmp_path: Path) -> None:
 def test_run_loads_the_plugin_exactly_once_however_pytest_is_told(
     tmp_path: Path, environment: dict[str, str], extra: list[str]
 ) -> None:
-    done = subprocess.run(  # noqa: S603 - our own interpreter and a shipped file
-        [
-            sys.executable,
-            "-m",
-            "loopsim",
-            "run",
-            str(SCENARIOS / "streaming.loopsim.yaml"),
-            "-p",
-            "no:cacheprovider",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    done = loopsim_cli(
+        "run",
+        str(SCENARIOS / "streaming.loopsim.yaml"),
+        "-p",
+        "no:cacheprovider",
+        *extra,
         cwd=tmp_path,
-        env={**os.environ, **environment},
-        timeout=120,
+        env=environment,
     )
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "1 scenario: 1 passed" in done.stdout

@@ -15,7 +15,7 @@ from typing import Any
 import agent_framework as af
 import anyio
 import pytest
-from _af_fake import FakeAFChatClient, af_call
+from _af_fake import FakeAFChatClient, af_call, approval_answer, sent_messages, stored_messages
 from _shapes import results, shape
 
 import loopsim
@@ -70,24 +70,15 @@ def _approval_program(engine: str, second: str, *, stream: bool = False) -> tupl
         first = await run("rm", session)
         request = first.messages[0].contents[1]
         assert request.type == "function_approval_request"
+        message: Any = second
         if second in ("yes", "no"):
-            message: Any = (
-                Message("user", [request.create_response(second == "yes")])
-                if engine == "loopsim"
-                else af.Message(
-                    role="user", contents=[request.to_function_approval_response(second == "yes")]
-                )
-            )
-        else:
-            message = second
+            message = approval_answer(engine, request, second == "yes")
         await run(message, session)
         await run("next", session)
-        if engine == "loopsim":
-            return list(session.history())
-        return list(session.state["in_memory"]["messages"])
+        return stored_messages(engine, session)
 
     stored = loopsim.simulate(main)
-    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    sent = sent_messages(engine, client)
     return sent, stored
 
 

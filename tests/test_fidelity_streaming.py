@@ -24,7 +24,7 @@ from typing import Any
 
 import agent_framework as af
 import pytest
-from _af_fake import FakeAFChatClient, af_call
+from _af_fake import FakeAFChatClient, af_call, approval_answer, sent_messages, stored_messages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -141,12 +141,10 @@ def run_program(engine: str, program: Program) -> Seen:
             else:
                 response = await agent.run(f"ask {run}", session=session)
             responses.append(names(response.messages))
-        if engine == "loopsim":
-            return list(session.history())
-        return list(session.state["in_memory"]["messages"])
+        return stored_messages(engine, session)
 
     stored = loopsim.simulate(main)
-    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    sent = sent_messages(engine, client)
     return Seen([names(r) for r in sent], updates, responses, names(stored))
 
 
@@ -252,19 +250,14 @@ def _approval_harness(engine: str, second: str, *, stream: bool) -> tuple[list[K
         request = first.messages[0].contents[1]
         assert request.type == "function_approval_request"
         message: Any = second
-        if second in ("yes", "no") and engine == "loopsim":
-            message = Message("user", [request.create_response(second == "yes")])
-        elif second in ("yes", "no"):
-            answer = request.to_function_approval_response(second == "yes")
-            message = af.Message(role="user", contents=[answer])
+        if second in ("yes", "no"):
+            message = approval_answer(engine, request, second == "yes")
         await run(message, session)
         await run("next", session)
-        if engine == "loopsim":
-            return list(session.history())
-        return list(session.state["in_memory"]["messages"])
+        return stored_messages(engine, session)
 
     stored = loopsim.simulate(main)
-    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    sent = sent_messages(engine, client)
     return [kinds(r) for r in sent], kinds(stored)
 
 
@@ -344,10 +337,7 @@ def _two_asks(engine: str, *, stream: bool) -> tuple[Kinds, list[list[str]], Kin
             final = await response.get_final_response()
         else:
             final = await agent.run("rm both", session=session)
-        stored = (
-            session.history() if engine == "loopsim" else session.state["in_memory"]["messages"]
-        )
-        return kinds(final.messages), list(stored)
+        return kinds(final.messages), stored_messages(engine, session)
 
     response, stored = loopsim.simulate(main)
     return response, updates, kinds(stored)
@@ -407,9 +397,7 @@ def _past_the_error_limit(engine: str, *, harness: bool, stream: bool) -> tuple[
                 await response.get_final_response()
             else:
                 await agent.run(text, session=session)
-        if engine == "loopsim":
-            return list(session.history())
-        return list(session.state["in_memory"]["messages"])
+        return stored_messages(engine, session)
 
     stored = loopsim.simulate(main)
     last = client.requests[-1].messages if engine == "loopsim" else client.requests[-1][0]
@@ -486,26 +474,19 @@ def _part_of_a_batch(
         responses.append(kinds(final.messages))
         return final
 
-    def answer(request: Any, yes: bool) -> Any:
-        if engine == "loopsim":
-            return Message("user", [request.create_response(yes)])
-        return af.Message(role="user", contents=[request.to_function_approval_response(yes)])
-
     async def main() -> Any:
         session = agent.create_session()
         asked = await run("rm both", session)
         requests = [c for c in asked.messages[0].contents if c.type == ASK]
         assert len(requests) == 2
-        await run(answer(requests[0], first), session)
+        await run(approval_answer(engine, requests[0], first), session)
         ran.append("--")  # nothing may run before the batch is answered
-        await run(answer(requests[1], True), session)
+        await run(approval_answer(engine, requests[1], True), session)
         await run("next", session)
-        if engine == "loopsim":
-            return list(session.history())
-        return list(session.state["in_memory"]["messages"])
+        return stored_messages(engine, session)
 
     stored = loopsim.simulate(main)
-    sent = [r.messages if engine == "loopsim" else r[0] for r in client.requests]
+    sent = sent_messages(engine, client)
     return [kinds(r) for r in sent], responses, kinds(stored), ran
 
 

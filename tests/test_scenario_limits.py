@@ -7,7 +7,6 @@ Each run has a small ``limits.real_time``, so a regression fails instead of hang
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _cli import loopsim_cli
 
 from loopsim import ScenarioError
 from loopsim._errors import RealTimeLimitError, UserCodeAbortError, VirtualTimeLimitError
@@ -210,15 +210,8 @@ def test_a_base_exception_from_an_evaluator_fails_the_scenario(
 
 
 def run_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(folder)}
-    return subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "-m", "loopsim", "run", *argv, "-p", "no:cacheprovider"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
+    return loopsim_cli(
+        "run", *argv, "-p", "no:cacheprovider", cwd=folder, env={"PYTHONPATH": str(folder)}
     )
 
 

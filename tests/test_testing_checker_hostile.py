@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from _cli import loopsim_cli
 
 import loopsim
 from loopsim.testing import CHECKS, EvaluatorReport, check_evaluator
@@ -161,14 +162,7 @@ HOSTILE_MODULE = textwrap.dedent(
 
 def run_cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "hostile_evals.py").write_text(HOSTILE_MODULE, encoding="utf-8")
-    return subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "-m", "loopsim", "check-evaluator", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return loopsim_cli("check-evaluator", *argv, cwd=tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cli import loopsim_cli
 
 import loopsim
 from loopsim._scenario import load_scenario, run_scenario
@@ -107,14 +107,7 @@ def test_a_package_at_the_rootdir_imports(tmp_path: Path, monkeypatch: pytest.Mo
 def test_loopsim_run_imports_the_same_way(tmp_path: Path) -> None:
     module = _name(tmp_path)
     path = _project(tmp_path, module, EVALUATOR, f"{module}:Keyword")
-    done = subprocess.run(  # noqa: S603 - our own interpreter and arguments
-        [sys.executable, "-m", "loopsim", "run", str(path), "-q", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    done = loopsim_cli("run", str(path), "-q", "-p", "no:cacheprovider", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
 

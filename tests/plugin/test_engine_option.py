@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import loopsim_cli
 
 import loopsim
 
@@ -74,24 +73,7 @@ def test_an_unbuildable_engine_fails_with_a_located_error(pytester: pytest.Pytes
 def test_loopsim_run_takes_engine(tmp_path: Path) -> None:
     path = tmp_path / "one.loopsim.yaml"
     path.write_text(ONE_REPLY, encoding="utf-8")
-    done = subprocess.run(  # noqa: S603 - our own interpreter and CLI
-        [
-            sys.executable,
-            "-m",
-            "loopsim",
-            "run",
-            "--engine",
-            "both",
-            str(path),
-            "-p",
-            "no:cacheprovider",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    done = loopsim_cli("run", "--engine", "both", str(path), "-p", "no:cacheprovider", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "loopsim: 1 scenario: 1 passed" in done.stdout
 
