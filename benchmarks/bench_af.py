@@ -309,35 +309,53 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
             )
             log(f"{rows[-1].case}: {value:.2f} {unit}")
 
-        def ratio_row(case: str, over: list[float], under: list[float], **fields: Any) -> float:
+        def ratio_row(
+            case: str,
+            over: list[float],
+            under: list[float],
+            *,
+            target: str = "",
+            met: Callable[[float], bool] | None = None,
+            note: str = "",
+        ) -> None:
             ratio, low, high = paired_ratio(over, under)
-            note = _interval(low, high, repeat)
-            if fields.get("note"):
-                note = f"{fields.pop('note')}; {note}"
-            row(case, ratio, "x", note=note, **fields)
-            return ratio
+            interval = _interval(low, high, repeat)
+            row(
+                case,
+                ratio,
+                "x",
+                target=target,
+                met=None if met is None else met(ratio),
+                note=f"{note}; {interval}" if note else interval,
+            )
 
         row("engine (loopsim clock + fakes)", median(s_engine) * 1e3)
         row("upstream, plain asyncio, no sleeps", median(s_floor) * 1e3)
         row("upstream client, loopsim clock", median(s_native) * 1e3)
         row("upstream client, looptime", median(s_looptime) * 1e3)
-        ratio = ratio_row("engine / no-sleep asyncio", s_engine, s_floor, target="<= 1.2x")
-        rows[-1].met = ratio <= 1.2
-        vs_looptime = ratio_row(
+        ratio_row(
+            "engine / no-sleep asyncio",
+            s_engine,
+            s_floor,
+            target="<= 1.2x",
+            met=lambda r: r <= 1.2,
+        )
+        ratio_row(
             "looptime / loopsim clock (same program)",
             s_looptime,
             s_native,
             target=">= 1.0x (as fast)",
+            met=lambda r: r >= 1.0,
         )
-        rows[-1].met = vs_looptime >= 1.0
         ratio_row(
             "adapter: engine / upstream client",
             s_engine,
             s_native,
             note="as_chat_client conversions",
         )
-        growth = ratio_row("cost 1 day / 1 second", s_day, s_engine, target="<= 1.2x")
-        rows[-1].met = growth <= 1.2
+        ratio_row(
+            "cost 1 day / 1 second", s_day, s_engine, target="<= 1.2x", met=lambda r: r <= 1.2
+        )
         ratio_row("tracing on / off", s_traced, s_engine, note="instrument + Recorder")
     rows += clock_rows(max(5, repeat // 2), log)
     return rows
