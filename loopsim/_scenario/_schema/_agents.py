@@ -157,12 +157,6 @@ class CoordinatorPolicy(StrictModel):
     max_waits: PositiveCount | None = None
 
 
-def _policy_tag(value: Any) -> str | None:
-    if isinstance(value, dict):
-        return value.get("kind") if isinstance(value.get("kind"), str) else None
-    return getattr(value, "kind", None)
-
-
 def _expand_policy(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value
