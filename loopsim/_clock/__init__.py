@@ -48,6 +48,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Literal, TypeVar
 
 from loopsim import _trace
+from loopsim._entropy import install_uuid4, seeded_random
 from loopsim._trace import Trace
 
 from ._session import Session
@@ -205,6 +206,7 @@ class VirtualClock:
                 raise RuntimeError(msg)
             self._running = True
         try:
+            install_uuid4()
             if trace is None:
                 trace = Trace(seed=self._seed, time=self._read_elapsed)
             else:
@@ -223,7 +225,7 @@ class VirtualClock:
             )
             token = _current.set(self)
             try:
-                with _trace.bind(trace), self._frozen_wall_clock():
+                with _trace.bind(trace), seeded_random(trace.seed), self._frozen_wall_clock():
                     return runner(session)
             finally:
                 session.alarm.cancel()
