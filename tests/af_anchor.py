@@ -41,8 +41,10 @@ def parent_script() -> list[Any]:
     ]
 
 
-def build(parent_turns: list[Any] | None = None) -> tuple[af.Agent, loopsim.ScriptedChatClient]:
-    """The parent agent (instrumented) and its scripted model."""
+def build(
+    parent_turns: list[Any] | None = None, *, traced: bool = True
+) -> tuple[af.Agent, loopsim.ScriptedChatClient]:
+    """The parent agent (instrumented unless ``traced=False``) and its scripted model."""
     web = af.Agent(
         client=as_chat_client(
             loopsim.ScriptedChatClient([Turn("3 sources", delay=0.5)], name="web-model")
@@ -73,7 +75,7 @@ def build(parent_turns: list[Any] | None = None) -> tuple[af.Agent, loopsim.Scri
             )
         ],
     )
-    return instrument(parent), model
+    return (instrument(parent) if traced else parent), model
 
 
 async def run_anchor() -> str:

@@ -259,3 +259,70 @@ def test_as_agent_sessions_are_reported_once_created_and_once_restored() -> None
     loopsim.simulate(main, trace=recorder.trace)
     kinds = [e.kind for e in recorder.transcript.events if e.kind.startswith("session_")]
     assert kinds == ["session_created", "session_restored"]
+
+
+def _anchor_bytes(main: Any) -> bytes:
+    _, transcript = loopsim.record(main, scenario="anchor")
+    return transcript.model_dump_json().encode()
+
+
+def test_agents_built_inside_the_run_are_traced_without_instrument() -> None:
+    from af_anchor import build
+
+    async def uninstrumented() -> str:
+        parent, _ = build(traced=False)
+        return (await parent.run("Research X.", session=parent.create_session())).text
+
+    assert _anchor_bytes(uninstrumented) == _anchor_bytes(run_anchor)
+
+
+def test_agents_built_before_the_run_are_traced_without_instrument() -> None:
+    from af_anchor import build
+
+    def events(main: Any) -> list[tuple[float, str, dict[str, Any]]]:
+        _, transcript = loopsim.record(main, scenario="anchor")
+        # the ids differ (building inside the run draws the agents' ids from its stream)
+        return [
+            (e.time, e.kind, {k: v for k, v in e.data.items() if k != "session"})
+            for e in transcript.events
+        ]
+
+    def outside() -> Any:
+        parent, _ = build(traced=False)
+
+        async def main() -> str:
+            return (await parent.run("Research X.", session=parent.create_session())).text
+
+        return main, parent
+
+    main, parent = outside()
+    assert events(main) == events(run_anchor)
+    assert any(isinstance(m, af.AgentMiddleware) for m in parent.middleware)
+    assert _anchor_bytes(outside()[0]) == _anchor_bytes(outside()[0])
+
+
+def test_a_run_nobody_records_leaves_the_agent_as_it_was() -> None:
+    from af_anchor import build
+
+    parent, _ = build(traced=False)
+    before = list(parent.middleware)
+
+    async def main() -> str:
+        return (await parent.run("Research X.", session=parent.create_session())).text
+
+    assert loopsim.simulate(main).endswith("all done")
+    assert parent.middleware == before
+
+
+def test_instrument_after_zero_touch_tracing_adds_nothing() -> None:
+    from af_anchor import build
+
+    parent, _ = build(traced=False)
+
+    async def main() -> str:
+        return (await parent.run("Research X.", session=parent.create_session())).text
+
+    loopsim.record(main)
+    traced = list(parent.middleware)
+    assert instrument(parent) is parent
+    assert parent.middleware == traced

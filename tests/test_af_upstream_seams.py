@@ -63,3 +63,13 @@ def test_the_seams_have_the_members_loopsim_uses() -> None:
     for hook in ("with_pull_context_manager", "with_cleanup_hook", "with_result_hook"):
         assert callable(getattr(af.ResponseStream, hook, None)), hook
     assert "_process_streaming" in vars(af.AgentLoopMiddleware)  # the loop runs lazily
+
+
+def test_the_middleware_layer_reads_agent_middleware_on_every_run() -> None:
+    # zero-touch tracing relies on it: the middleware instrument() adds joins that run
+    from loopsim.agent_framework._tracing import _WRAPPED
+
+    layer = _upstream.MIDDLEWARE_RUN_LAYER
+    assert issubclass(af.Agent, layer)
+    original = getattr(layer.run, _WRAPPED)
+    assert 'getattr(self, "middleware"' in inspect.getsource(original)

@@ -66,10 +66,12 @@ from ._convert import ConversionError as ConversionError
 from ._ids import install as _install_ids
 from ._runtime import EngineBackendError as EngineBackendError
 from ._runtime import check_backend as check_backend
+from ._tracing import install_auto_instrument as _install_auto_instrument
 from ._tracing import instrument as instrument
 from ._tracing import process_restart as process_restart
 
 _install_ids()
+_install_auto_instrument()
 
 __all__ = [
     "WORDING",

@@ -12,6 +12,11 @@
   before) and puts a boundary middleware just outside the loop; a streamed loop runs
   while the caller iterates, so it is observed through its stream's pull and cleanup hooks.
 * process_restart: :func:`process_restart`, called by whoever simulates the restart.
+
+Zero-touch: :func:`install_auto_instrument` (done when ``loopsim.agent_framework`` is
+imported) makes every agent_framework agent that runs while a transcript is recorded
+instrument itself first, built inside the simulation or not, so code that builds its
+agents internally needs no :func:`instrument` call. Unrecorded runs are left alone.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from .. import _trace
 from .._agents._base import maybe_await
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
-from ._upstream import provider_agents
+from ._upstream import MIDDLEWARE_RUN_LAYER, provider_agents
 
 __all__ = [
     "RunTraceMiddleware",
     "ToolTraceMiddleware",
     "agent_label",
+    "install_auto_instrument",
     "instrument",
     "note_session",
     "process_restart",
@@ -438,3 +444,24 @@ def instrument(agent: Any) -> Any:
                 if isinstance(getattr(child, "agent_middleware", None), list):
                     instrument(child)
     return agent
+
+
+def install_auto_instrument() -> None:
+    """Make agents instrument themselves on their first recorded run (idempotent).
+
+    The wrapper sits on agent_framework's middleware layer's ``run``, which reads
+    ``agent.middleware`` afresh on every call, so the tracing middleware that
+    :func:`instrument` adds takes part in that very run.
+    """
+    original = MIDDLEWARE_RUN_LAYER.run
+    if getattr(original, _WRAPPED, None) is not None:
+        return
+
+    @functools.wraps(original)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(self, _INSTRUMENTED, False) and _trace.observed():
+            instrument(self)
+        return original(self, *args, **kwargs)
+
+    setattr(run, _WRAPPED, original)
+    MIDDLEWARE_RUN_LAYER.run = run

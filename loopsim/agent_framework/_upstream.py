@@ -11,12 +11,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import agent_framework as af
+
 __all__ = [
+    "MIDDLEWARE_RUN_LAYER",
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
     "background_tasks",
     "provider_agents",
 ]
+
+#: The class whose ``run`` reads ``agent.middleware`` on each call (a base of ``af.Agent``):
+#: zero-touch tracing wraps its ``run``.
+MIDDLEWARE_RUN_LAYER: Any = af.AgentMiddlewareLayer
 
 #: BackgroundAgentsProvider's dict of child agents by name.
 PROVIDER_AGENTS_ATTRIBUTE = "_agents"
