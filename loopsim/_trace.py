@@ -30,6 +30,9 @@ loop_stop              loop, reason ("evaluators_stopped"|"max_iterations"|
                        "approval_pending"|"error"|"cancelled"), iterations
 task_status            provider, session, task_id, agent, description, status ("running"|
                        "completed"|"failed"|"lost"|"cleared"), result, error
+task_finished          provider, session, task_id, agent, description, outcome ("completed"|
+                       "failed"|"cancelled"), result, error — at the instant the child run
+                       ended (``task_status`` follows when the record is next refreshed)
 process_restart        (none)
 clock_jump             from, to (virtual seconds)
 =====================  ==============================================================
@@ -44,7 +47,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "Trace", "bind", "current", "emit", "next_id", "rng"]
+__all__ = ["Event", "Trace", "bind", "current", "emit", "main_done", "next_id", "rng"]
+
+#: ``Trace.resources`` key: True once the simulation's main function has returned (the
+#: backend is cancelling what was left running; that is teardown, not the program).
+MAIN_DONE = "loopsim.main_done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,12 @@ def emit(kind: str, **data: Any) -> None:
     trace = _current.get()
     if trace is not None and trace._listeners:
         trace.emit(kind, data)
+
+
+def main_done() -> bool:
+    """True once the running simulation's main function has returned (teardown)."""
+    trace = _current.get()
+    return trace is not None and trace.resources.get(MAIN_DONE, False) is True
 
 
 def observed() -> bool:

@@ -138,5 +138,5 @@ def test_show_absolute_times(capsys: pytest.CaptureFixture[str]) -> None:
     absolute = capsys.readouterr().out.splitlines()
     assert "+30s       clock_jump" in relative
     assert "t=   30.000  clock_jump            0.000 -> 30.000" in absolute
-    assert absolute[-1] == "# ... 8 more event(s) not shown (--max-events 30)"
+    assert absolute[-1] == "# ... 10 more event(s) not shown (--max-events 30)"
     assert all(line.startswith(("t=", "#")) for line in absolute)

@@ -24,7 +24,7 @@ Status changes are reported through the trace seam as ``task_status`` events (st
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 import anyio
@@ -320,16 +320,44 @@ class BackgroundAgentsProvider(ContextProvider):
         agent: SupportsAgentRun,
         text: str,
         child_session: Any,
+        *,
+        origin: tuple[AgentSession, str, str],
     ) -> str | None:
         """Start ``agent`` on ``text`` in ``child_session`` as task ``task_id``; an error
-        text for the model when the runtime refuses it (e.g. released), else None."""
-        run = ChildRun(task_id, agent, text, child_session, runtime.finished)
+        text for the model when the runtime refuses it (e.g. released), else None.
+
+        ``origin`` is the parent session, the task's agent name and description, for the
+        ``task_finished`` event the run reports at the instant it ends.
+        """
+        report = self._finish_reporter(origin) if _trace.observed() else None
+        run = ChildRun(task_id, agent, text, child_session, runtime.finished, report=report)
         run.start(self._keepalive)
         try:
             runtime.track(task_id, run)
         except RuntimeError as exc:
             return f"Error: {exc}"
         return None
+
+    def _finish_reporter(self, origin: tuple[AgentSession, str, str]) -> Callable[[ChildRun], None]:
+        provider, session_id = self.source_id, origin[0].session_id
+        agent_name, description = origin[1], origin[2]
+
+        def report(run: ChildRun) -> None:
+            if _trace.main_done():  # the simulation is over and cancels what is left
+                return
+            _trace.emit(
+                "task_finished",
+                provider=provider,
+                session=session_id,
+                task_id=run.task_id,
+                agent=agent_name,
+                description=description,
+                outcome="cancelled" if run.cancelled else run.status.value,
+                result=run.result_text,
+                error=None if run.cancelled else run.error_text,
+            )
+
+        return report
 
     @staticmethod
     def _index(runtime: Runtime, tasks: list[dict[str, Any]]) -> Index:
@@ -474,7 +502,9 @@ class BackgroundAgentsProvider(ContextProvider):
         # Py-later order: create and track the child first; only then take the id and
         # write the record, so a failure here leaves no id used and no orphan record.
         child_session = agent.create_session()
-        refused = self._launch(runtime, task_id, agent, input, child_session)
+        refused = self._launch(
+            runtime, task_id, agent, input, child_session, origin=(session, agent_name, description)
+        )
         if refused is not None:
             return refused
         runtime.child_sessions[task_id] = child_session
@@ -595,7 +625,14 @@ class BackgroundAgentsProvider(ContextProvider):
         child_session = runtime.child_sessions.get(task_id)
         if child_session is None:
             return say("background.continue.session_gone", task_id=task_id)
-        refused = self._launch(runtime, task_id, agent, text, child_session)
+        refused = self._launch(
+            runtime,
+            task_id,
+            agent,
+            text,
+            child_session,
+            origin=(session, str(record["agent_name"]), str(record.get("description") or "")),
+        )
         if refused is not None:
             return refused
         record.pop("result_text", None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol, cast
 
@@ -151,6 +152,7 @@ class ChildRun:
         "_keepalive",
         "_listeners",
         "_native",
+        "_report",
         "_scope",
         "_session",
         "agent_name",
@@ -168,10 +170,13 @@ class ChildRun:
         text: str,
         session: Any,
         done: list[ChildRun],
+        *,
+        report: Callable[[ChildRun], None] | None = None,
     ) -> None:
         """Prepare (not start) a run of ``agent.run(text, session=session)``.
 
-        ``done`` is the list the run appends itself to when it ends.
+        ``done`` is the list the run appends itself to when it ends; ``report`` is
+        called with the run at the instant it ends (before anyone is woken).
         """
         self.task_id = task_id
         self.agent_name = agent.name
@@ -188,6 +193,7 @@ class ChildRun:
         self._listeners: list[anyio.Event] | None = None
         self._native: object = None
         self._keepalive: set[ChildRun] | None = None
+        self._report = report
 
     @property
     def label(self) -> str:
@@ -275,6 +281,9 @@ class ChildRun:
                 self.error_text = CANCELED_ERROR_TEXT
                 outcome = BackgroundTaskStatus.FAILED
             self.status = outcome
+            report, self._report = self._report, None
+            if report is not None:
+                report(self)
             self._finish()
 
     def _finish(self) -> None:

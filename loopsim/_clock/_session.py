@@ -45,6 +45,7 @@ from typing import Generic, Protocol, TypeVar
 import anyio
 import anyio.to_thread
 
+from loopsim import _trace
 from loopsim._errors import (
     RealTimeLimitError,
     SimulationDeadlock,
@@ -278,6 +279,8 @@ class Session(Generic[T]):
         if self.real_time_limit is not None:
             self._real_deadline = now + self.real_time_limit
         self._arm(now)
+        resources = _trace.current().resources
+        resources[_trace.MAIN_DONE] = False
         with anyio.CancelScope() as scope:
             self.root_scope = scope
             # Drop our references before running: a finished run must not stay reachable
@@ -295,6 +298,7 @@ class Session(Generic[T]):
                 raise self.deadlock from exc
             finally:
                 self.root_scope = None
+                resources[_trace.MAIN_DONE] = True
             if self.deadlock is None:
                 return result
         # Reached only when a deadlock was declared and the user's code swallowed the

@@ -55,7 +55,7 @@ def _stream(event: TranscriptEvent) -> tuple[str, ...]:
         return ("tool result of", str(data.get("agent")), "call", str(data.get("call_id")))
     if kind.startswith(("loop_", "evaluator_")):
         return ("loop", str(data.get("loop")))
-    if kind == "task_status":
+    if kind in ("task_status", "task_finished"):
         return ("task", str(data.get("task_id")))
     if kind.startswith("session_"):
         return ("sessions of", str(data.get("agent")))

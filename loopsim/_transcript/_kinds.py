@@ -114,6 +114,20 @@ class TaskStatus(BaseModel):
     error: Any = None
 
 
+class TaskFinished(BaseModel):
+    """``task_finished``: a child run ended (``outcome``), at that instant."""
+
+    model_config = _CONFIG
+    provider: str | None = None
+    session: str | None = None
+    task_id: int | str
+    agent: str | None = None
+    description: Any = None
+    outcome: str
+    result: Any = None
+    error: Any = None
+
+
 class ProcessRestart(BaseModel):
     """``process_restart`` (no data)."""
 
@@ -141,6 +155,7 @@ KIND_MODELS: dict[str, type[BaseModel]] = {
     "evaluator_decision": EvaluatorDecision,
     "loop_stop": LoopStop,
     "task_status": TaskStatus,
+    "task_finished": TaskFinished,
     "process_restart": ProcessRestart,
     "clock_jump": ClockJump,
 }

@@ -238,7 +238,7 @@ def _cast(events: Sequence[TranscriptEvent]) -> _Cast:
                 for loop in waiting:
                     cast.loop_inner.setdefault(loop, str(d.get("agent")))
                 waiting.clear()
-        elif kind == "task_status":
+        elif kind in ("task_status", "task_finished"):
             _add(cast.providers, d.get("provider"))
             _add(cast.children, d.get("agent"))
             _add(cast.agents, d.get("agent"))
@@ -276,6 +276,8 @@ class _Sequence:
         self.items: list[_Item] = []
         self.open_calls: dict[str, tuple[str, str | None, Any]] = {}
         self.own_calls: dict[str, tuple[int, str]] = {}
+        #: task runs whose end was drawn at its instant (their record's update is not)
+        self.finished_runs: set[tuple[str, str, str]] = set()
 
     def add(self, line: str, time: float, **extra: Any) -> None:
         self.items.append(_Item(f"    {line}", time, **extra))
@@ -321,6 +323,8 @@ class _Sequence:
             self.add(f"Note over {agent}: {_note(text)}", event.time)
         elif kind == "task_status":
             self.task_status(event)
+        elif kind == "task_finished":
+            self.task_finished(event)
         elif kind == "process_restart":
             last = next(reversed(cast.ids.values()), "caller")
             self.add(f"Note over caller,{last}: {t} process restart", event.time)
@@ -387,6 +391,23 @@ class _Sequence:
         text = _text_of(messages) or "<empty>"
         self.add(f"{agent}-->>{caller}: {t} {_m(chr(34) + text + chr(34), 60)}", event.time)
 
+    def task_finished(self, event: TranscriptEvent) -> None:
+        # Drawn at the instant the child ended; the record catches up later (task_status)
+        # and is not drawn again.
+        d, t, cast = event.data, _t(event.time), self.cast
+        self.finished_runs.add(_task_key(d))
+        child = cast.pid("agent", d.get("agent"))
+        provider = cast.pid("provider", d.get("provider"))
+        task = f"{t} task {d.get('task_id')}"
+        outcome = str(d.get("outcome"))
+        if outcome == "completed":
+            text, arrow = f"{task} completed {_j(d.get('result'))}", "--)"
+        elif outcome == "failed":
+            text, arrow = f"{task} failed {_j(d.get('error'))}", "--x"
+        else:
+            text, arrow = f"{task} {outcome}", "--x"
+        self.add(f"{child}{arrow}{provider}: {_m(text)}", event.time)
+
     def task_status(self, event: TranscriptEvent) -> None:
         d, t, cast = event.data, _t(event.time), self.cast
         child = cast.pid("agent", d.get("agent"))
@@ -395,6 +416,9 @@ class _Sequence:
         parent = cast.pid("agent", owner) if owner is not None else "caller"
         status = str(d.get("status"))
         task = f"{t} task {d.get('task_id')}"
+        if status in ("completed", "failed") and _task_key(d) in self.finished_runs:
+            self.finished_runs.discard(_task_key(d))
+            return
         if status == "running":
             text = f"{task} start {_j(d.get('description'))}"
             self.add(f"{provider}-){child}: {_m(text)}", event.time)
@@ -408,6 +432,10 @@ class _Sequence:
             self.add(f"{provider}--x{parent}: {_m(f'{task} lost')}", event.time)
         else:
             self.add(f"{provider}--){parent}: {_m(f'{task} {status}')}", event.time)
+
+
+def _task_key(d: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(d.get("provider")), str(d.get("session")), str(d.get("task_id")))
 
 
 def _fold_waits(items: list[_Item]) -> list[_Item]:

@@ -126,6 +126,16 @@ def describe_event(
         elif d.get("result") is not None:
             text += f"  result: {_clip(_j(d.get('result')), max_text)}"
         return text
+    if kind == "task_finished":
+        text = (
+            f"{d.get('provider')}  {d.get('session')}  task {d.get('task_id')} "
+            f"{d.get('agent')} run {d.get('outcome')}"
+        )
+        if d.get("error") is not None:
+            text += f"  error: {_clip(_j(d.get('error')), max_text)}"
+        elif d.get("result") is not None:
+            text += f"  result: {_clip(_j(d.get('result')), max_text)}"
+        return text
     if kind == "clock_jump":
         return f"{_num(d.get('from', d.get('start')))} -> {_num(d.get('to', d.get('end')))}"
     return "  ".join(f"{k}={_clip(_j(v), max_text)}" for k, v in sorted(d.items()))

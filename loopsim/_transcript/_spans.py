@@ -108,20 +108,34 @@ def _tasks(events: Sequence[TranscriptEvent], end: float) -> list[Span]:
             str(d.get("agent")), label, *times, status, ident, _detail(d), status == "running"
         )
 
+    # A bar ends when the run ended: at its task_finished event (the record is updated
+    # later, when the parent next looks), or for a lost task at the restart that lost it.
+    ended: dict[tuple[str, str, str], float] = {}
+    restart: float | None = None
     for event in events:
-        if event.kind != "task_status":
+        if event.kind == "process_restart":
+            restart = event.time
+            continue
+        if event.kind not in ("task_status", "task_finished"):
             continue
         d = event.data
         key = (str(d.get("provider")), str(d.get("session")), str(d.get("task_id")))
+        if event.kind == "task_finished":
+            ended.setdefault(key, event.time)
+            continue
         numbers.setdefault(key, len(numbers) + 1)
         status = str(d.get("status"))
         if status == "running":
             counts[key] = counts.get(key, 0) + 1
             open_runs[key] = (event.time, d, counts[key])
+            ended.pop(key, None)
         elif status in ("completed", "failed", "lost"):
             start, _, run = open_runs.pop(key, (event.time, d, counts.get(key, 0) + 1))
             counts[key] = run
-            out.append(span(key, d, (start, event.time), status, run))
+            stop = ended.pop(key, event.time)
+            if status == "lost" and restart is not None and start <= restart <= event.time:
+                stop = restart
+            out.append(span(key, d, (start, stop), status, run))
     for key, (start, d, run) in open_runs.items():
         out.append(span(key, d, (start, end), "running", run))
     return sorted(out, key=lambda s: s.start)  # stable: same start keeps event order

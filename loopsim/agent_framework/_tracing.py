@@ -34,7 +34,7 @@ from .. import _trace
 from .._agents._base import maybe_await
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
-from ._upstream import MIDDLEWARE_RUN_LAYER, provider_agents
+from ._upstream import MIDDLEWARE_RUN_LAYER, in_flight_task, provider_agents
 
 __all__ = [
     "RunTraceMiddleware",
@@ -107,12 +107,74 @@ def report_tasks(agent: Any, session: Any) -> None:
             status = str(record["status"])
             if seen.get(task_id) != status:
                 seen[task_id] = status
+                if status != "running":
+                    # the refresh may see a run end before its done callback ran
+                    _report_end(trace, (source_id, session_id, task_id))
                 _emit_task(source_id, session_id, record, status)
+                if status == "running":
+                    _watch_run(trace, provider, session_id, record)
         for task_id in sorted(set(seen) - set(current)):
             if seen[task_id] != "cleared":
                 seen[task_id] = "cleared"
                 # a cleared task is reported with what it last was, as the built-in engine does
                 _emit_task(source_id, session_id, last.get(task_id, {"id": task_id}), "cleared")
+
+
+def _watches(trace: _trace.Trace) -> dict[tuple[str, str, int], Callable[[], bool]]:
+    watches: dict[tuple[str, str, int], Callable[[], bool]] = trace.resources.setdefault(
+        "agent_framework.task_runs", {}
+    )
+    return watches
+
+
+def _report_end(trace: _trace.Trace, key: tuple[str, str, int]) -> None:
+    watches = _watches(trace)
+    report = watches.get(key)
+    if report is not None and report():
+        del watches[key]
+
+
+def _watch_run(
+    trace: _trace.Trace, provider: Any, session_id: str, record: Mapping[str, Any]
+) -> None:
+    """Report ``task_finished`` at the instant the child run's asyncio task ends.
+
+    Its done callback does it, or the first refresh that sees the run over, whichever
+    comes first (a waiter woken at the same instant may refresh before the callback).
+    """
+    task_id = int(record["id"])
+    task = in_flight_task(provider, session_id, task_id)
+    if task is None or task.done():
+        return
+    key = (provider.source_id, session_id, task_id)
+    data = {
+        "provider": provider.source_id,
+        "session": session_id,
+        "task_id": record["id"],
+        "agent": record.get("agent_name"),
+        "description": record.get("description"),
+    }
+
+    def report() -> bool:
+        if not task.done():  # cancelled, but not yet unwound: its callback reports it
+            return False
+        if _trace.main_done():  # the simulation is over and cancels what is left
+            return True
+        if task.cancelled():
+            outcome, result, error = "cancelled", None, None
+        elif task.exception() is not None:
+            outcome, result, error = "failed", None, str(task.exception())
+        else:
+            outcome, result, error = "completed", getattr(task.result(), "text", None), None
+        _trace.emit("task_finished", **data, outcome=outcome, result=result, error=error)
+        return True
+
+    def ended(_: Any) -> None:
+        if _watches(trace).get(key) is report:
+            _report_end(trace, key)
+
+    _watches(trace)[key] = report
+    task.add_done_callback(ended)
 
 
 def _emit_task(source_id: str, session_id: str, record: Mapping[str, Any], status: str) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
     "background_tasks",
+    "in_flight_task",
     "provider_agents",
 ]
 
@@ -43,6 +44,16 @@ def provider_agents(provider: Any) -> list[Any]:
 REFRESH_FUNCTIONS = ("_get_provider_state", "_refresh_task_state")
 REFRESH_MODULE = "agent_framework._harness._background_agents"
 RUNTIME_METHOD = "_get_runtime"
+#: The provider's runtimes by parent session id, and a runtime's asyncio tasks by task id.
+RUNTIMES_ATTRIBUTE = "_runtime"
+IN_FLIGHT_ATTRIBUTE = "in_flight_tasks"
+
+
+def in_flight_task(provider: Any, session_id: str, task_id: int) -> Any:
+    """The asyncio task running task ``task_id`` of a session, or None (creates nothing)."""
+    runtime = (getattr(provider, RUNTIMES_ATTRIBUTE, None) or {}).get(session_id)
+    tasks = getattr(runtime, IN_FLIGHT_ATTRIBUTE, None) or {}
+    return tasks.get(task_id)
 
 
 def background_tasks(provider: Any, session: Any) -> list[Any]:

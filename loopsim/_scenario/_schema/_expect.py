@@ -29,6 +29,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool_result": ("agent", "call_id", "name", "result", "error"),
     "tool_round_limit": ("agent", "max_iterations"),
     "task_status": ("task_id", "agent", "description", "status", "result", "error"),
+    "task_finished": ("task_id", "agent", "description", "outcome", "result", "error"),
     "loop_iteration_start": ("loop", "iteration"),
     "loop_stop": ("loop", "reason", "iterations"),
     "evaluator_decision": ("loop", "iteration", "index", "evaluator", "decision", "feedback"),
