@@ -103,6 +103,7 @@ async def model_fault(
     :class:`StreamCut` carrying the answer, for the streaming caller to cut.
     """
     kind = fault.kind
+    _trace.emit("fault", agent=model, fault=kind)
     if kind in ("hang", "lost"):
         await anyio.sleep_forever()
     if kind == "timeout":
@@ -203,6 +204,8 @@ class FaultyChatClient:
             async for update in self.inner.get_streaming_response(messages, options=options):
                 yield update
             return
+        if fault.kind in ("stream_cut", "slow_first_token"):
+            _trace.emit("fault", agent=self.name, fault=fault.kind)
         if fault.kind == "stream_cut":
             stream = self.inner.get_streaming_response(messages, options=options)
             sent = 0
@@ -263,6 +266,7 @@ def faulty_tool(
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         fault = rules.next_call()
         if fault is not None:
+            _trace.emit("fault", tool=label, fault=fault.kind)
             if fault.kind == "hang":
                 await anyio.sleep_forever()
             if fault.kind == "wrong_result":

@@ -36,6 +36,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "session_restored": ("agent",),
     "process_restart": ("at", "interrupted"),
     "clock_jump": ("from", "to"),
+    "fault": ("agent", "tool", "fault"),
 }
 
 
