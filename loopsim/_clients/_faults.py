@@ -299,9 +299,15 @@ class Fault:
         """Every option of the kind, defaults filled in."""
         return dict(self._options)
 
+    @property
+    def given(self) -> dict[str, Any]:
+        """The options that differ from their defaults (enough to make the fault again)."""
+        defaults = _OPTIONS[self.kind]
+        return {k: v for k, v in self._options.items() if v != defaults[k][1]}
+
     def __repr__(self) -> str:
         given = [repr(self.kind)]
-        given += [f"{k}={v!r}" for k, v in self._options.items() if v != _OPTIONS[self.kind][k][1]]
+        given += [f"{k}={v!r}" for k, v in self.given.items()]
         if self.when is not None:
             given.append(f"when={self.when.to_dict()!r}")
         if self.times is not None:

@@ -90,11 +90,21 @@ def _reply(text: str | None) -> ChatResponse:
     return build_chat_response([message], response_id=_trace.next_id("resp"))
 
 
+def _emit(fault: Fault, *, rule: bool, **where: Any) -> None:
+    """The ``fault`` event; a script's fault carries its options (a replay plays it again)."""
+    if _trace.observed():
+        if rule:
+            _trace.emit("fault", **where, fault=fault.kind, rule=True)
+        else:
+            _trace.emit("fault", **where, fault=fault.kind, options=fault.given)
+
+
 async def model_fault(
     fault: Fault,
     *,
     model: str,
     answer: Callable[[], Awaitable[ChatResponse]] | None = None,
+    rule: bool = False,
 ) -> ChatResponse:
     """Play ``fault`` as a model call: raise, wait, or return the faulty answer.
 
@@ -103,7 +113,7 @@ async def model_fault(
     :class:`StreamCut` carrying the answer, for the streaming caller to cut.
     """
     kind = fault.kind
-    _trace.emit("fault", agent=model, fault=kind)
+    _emit(fault, rule=rule, agent=model)
     if kind in ("hang", "lost"):
         await anyio.sleep_forever()
     if kind == "timeout":
@@ -191,6 +201,7 @@ class FaultyChatClient:
                 fault,
                 model=self.name,
                 answer=functools.partial(self.inner.get_response, messages, options=options),
+                rule=True,
             )
         except StreamCut as cut:
             raise cut.error from None
@@ -205,7 +216,7 @@ class FaultyChatClient:
                 yield update
             return
         if fault.kind in ("stream_cut", "slow_first_token"):
-            _trace.emit("fault", agent=self.name, fault=fault.kind)
+            _emit(fault, rule=True, agent=self.name)
         if fault.kind == "stream_cut":
             stream = self.inner.get_streaming_response(messages, options=options)
             sent = 0
@@ -225,7 +236,7 @@ class FaultyChatClient:
             async for update in self.inner.get_streaming_response(messages, options=options):
                 yield update
             return
-        response = await model_fault(fault, model=self.name)
+        response = await model_fault(fault, model=self.name, rule=True)
         for update in split_into_updates(response):
             yield update
 
@@ -266,7 +277,7 @@ def faulty_tool(
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         fault = rules.next_call()
         if fault is not None:
-            _trace.emit("fault", tool=label, fault=fault.kind)
+            _emit(fault, rule=True, tool=label)
             if fault.kind == "hang":
                 await anyio.sleep_forever()
             if fault.kind == "wrong_result":
