@@ -36,7 +36,7 @@ def _retry_after(exc: BaseException | None) -> float | None:
         return 1.0 if exc.retry_after is None else exc.retry_after
     cause = getattr(exc, "__cause__", None)
     response = getattr(cause, "response", None)
-    if getattr(cause, "status_code", None) == 429 and response is not None:  # noqa: PLR2004 - HTTP 429
+    if getattr(cause, "status_code", None) == 429 and response is not None:
         return float(response.headers.get("retry-after", 1))
     return None
 
