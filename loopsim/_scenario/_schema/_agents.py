@@ -28,7 +28,7 @@ from ._base import (
     describe,
     one_key,
 )
-from ._faults import ModelFaultSpec, ToolFaultSpec
+from ._faults import FAULT_KEYS, ModelFaultSpec, ScriptFaultSpec, ToolFaultSpec
 
 # -- usage, tools, turns --------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ class TurnSpec(StrictModel):
     approval_request: ToolCallSpec | None = None
     failure: Text | None = None
     #: a model fault on this turn: ``- fault: rate_limit`` with its options beside it
-    fault: ModelFaultSpec | None = None
+    fault: ScriptFaultSpec | None = None
     delay: Seconds = 0.0
     usage: UsageSpec | None = None
 
@@ -113,6 +113,13 @@ class TurnSpec(StrictModel):
         if isinstance(value, dict) and "fault" in value and not isinstance(value["fault"], dict):
             # `- fault: rate_limit` + `retry_after: 30`: the options sit beside the kind
             fault = {k: v for k, v in value.items() if k not in _TURN_KEYS}
+            unknown = [k for k in fault if k not in FAULT_KEYS]
+            if unknown:
+                raise PydanticCustomError(
+                    "fault_key",
+                    "unknown key {key} in a fault entry; its keys: {known}",
+                    {"key": describe(unknown[0]), "known": ", ".join((*FAULT_KEYS, *_TURN_KEYS))},
+                )
             return {**{k: value[k] for k in _TURN_KEYS if k in value}, "fault": fault}
         return value
 

@@ -17,7 +17,15 @@ from pydantic_core import PydanticCustomError
 from ..._clients._faults import FAULT_KINDS, MODEL_FAULTS, TOOL_FAULTS, Fault
 from ._base import PositiveCount, Seconds, StrictModel, describe
 
-__all__ = ["FaultSpec", "ModelFaultSpec", "ToolFaultSpec", "WhenSpec", "fault_short_form"]
+__all__ = [
+    "FAULT_KEYS",
+    "FaultSpec",
+    "ModelFaultSpec",
+    "ScriptFaultSpec",
+    "ToolFaultSpec",
+    "WhenSpec",
+    "fault_short_form",
+]
 
 FaultKind = Literal[FAULT_KINDS]  # type: ignore[valid-type] # a Literal of the kinds tuple
 
@@ -104,6 +112,24 @@ class ModelFaultSpec(FaultSpec):
     def _a_model_fault(self) -> ModelFaultSpec:
         self.check_for("model")
         return self
+
+
+class ScriptFaultSpec(ModelFaultSpec):
+    """A script entry's fault: it happens on its own turn (no ``when``, no ``times``)."""
+
+    @model_validator(mode="after")
+    def _on_its_turn(self) -> ScriptFaultSpec:
+        if self.when is not None or self.times is not None:
+            raise PydanticCustomError(
+                "fault_turn",
+                "a script's fault happens on its own turn, so it takes no `when` or `times` "
+                "(those are for an agent's `faults:` rules)",
+            )
+        return self
+
+
+#: the keys a ``- fault:`` script entry may have besides the turn's own ``usage``
+FAULT_KEYS = tuple(FaultSpec.model_fields)
 
 
 class ToolFaultSpec(FaultSpec):
