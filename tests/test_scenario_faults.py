@@ -344,7 +344,7 @@ def test_no_running_tasks_and_no_lost_results_on_the_lost_child(engine: str) -> 
     checked = text.replace(
         "expect:\n  calls:", "expect:\n  safety: [no_running_tasks, no_lost_results]\n  calls:"
     )
-    result = run_scenario(_load(checked, SCENARIOS.parent / "scenarios"), engine=engine)
+    result = run_scenario(_load(checked), engine=engine)
     assert _problems(result) == [
         "expect.safety[1]: no_lost_results: task 2 was lost (running → lost → cleared)"
     ]
@@ -413,3 +413,40 @@ expect:
 
     assert faulted(3) == faulted(3)
     assert faulted(3) != faulted(4)
+
+
+# -- faults in vary: ------------------------------------------------------------------------
+
+
+def test_vary_draws_fault_sets_and_shrinks_a_failure_to_the_smallest(tmp_path: Path) -> None:
+    import shutil
+
+    import yaml
+
+    from loopsim._scenario._vary import run_vary, write_reproducer
+
+    shutil.copy(SCENARIOS / "retrying_trader.py", tmp_path / "retrying_trader.py")
+    text = (SCENARIOS / "vary_retry_faults.loopsim.yaml").read_text(encoding="utf-8")
+    breaking = text.replace("kinds: [rate_limit]", "kinds: [rate_limit, server_error]")
+    path = tmp_path / "storm.loopsim.yaml"
+    path.write_text(breaking, encoding="utf-8")
+    loaded = load_scenario(path)
+    run = run_vary(loaded, seeded=True)
+    assert not run.result.passed
+    assert run.result.draw == {
+        "agents.trader.faults": [{"fault": "server_error", "when": {"call": 1}}]
+    }
+    assert run.shrinks > 0
+    written = write_reproducer(loaded, run.result, run.document, tmp_path / "out")
+    data = yaml.safe_load(written.read_text(encoding="utf-8"))
+    assert data["agents"]["trader"]["faults"] == [{"fault": "server_error", "when": {"call": 1}}]
+    shutil.copy(SCENARIOS / "retrying_trader.py", tmp_path / "out" / "retrying_trader.py")
+    again = run_scenario(load_scenario(written))
+    assert not again.passed
+    assert [f.message for f in again.failures] == [f.message for f in run.result.failures]
+
+
+def test_a_fault_set_with_an_unknown_kind_is_refused_at_load() -> None:
+    text = (SCENARIOS / "vary_retry_faults.loopsim.yaml").read_text(encoding="utf-8")
+    with pytest.raises(loopsim.ScenarioError, match='unknown fault kind "rate_limits"'):
+        _load(text.replace("kinds: [rate_limit]", "kinds: [rate_limits]"))
