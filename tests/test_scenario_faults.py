@@ -342,7 +342,7 @@ def test_no_running_tasks_and_no_lost_results_on_the_lost_child(engine: str) -> 
     text = loaded.source if isinstance(loaded.source, str) else None
     assert text is not None
     checked = text.replace(
-        "expect:\n  calls:", "expect:\n  safety: [no_running_tasks, no_lost_results]\n  calls:"
+        "safety: [no_running_tasks]", "safety: [no_running_tasks, no_lost_results]"
     )
     result = run_scenario(_load(checked), engine=engine)
     assert _problems(result) == [
