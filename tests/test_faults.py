@@ -256,12 +256,13 @@ def test_when_window_fires_inside_the_virtual_time_window_only() -> None:
 
     async def main() -> list[str]:
         out = []
-        for at in (0, 150, 150, 250):
-            await anyio.sleep(at - anyio.current_time() if at else 0)
+        for at in (0, 99, 100, 150, 200):
+            await anyio.sleep(at - anyio.current_time())
             out += await _calls(client, 1)
         return out
 
-    assert loopsim.simulate(main) == ["a", "RateLimitError", "RateLimitError", "b"]
+    # the window is [after, before): 100 is in it, 200 is not
+    assert loopsim.simulate(main) == ["a", "b", "RateLimitError", "RateLimitError", "c"]
 
 
 def _rate_run(seed: int) -> list[str]:
