@@ -208,7 +208,7 @@ WORDING: dict[str, str] = {
     # text reaches its parent model through the task's error
     "fault.rate_limit": "{model} refused the request: too many requests (HTTP 429).",
     "fault.server_error": "{model} failed with an internal error (HTTP {status}).",
-    "fault.timeout": "{model} did not answer within {after} seconds.",
+    "fault.timeout": "{model} timed out: no answer within {after} seconds.",
     "fault.stream_cut": "The connection to {model} dropped after {after} streamed updates.",
     "fault.content_filter": "{model} refused the prompt: its content filter was triggered.",
     "fault.fail": "{model} failed.",
