@@ -476,3 +476,52 @@ def test_a_retry_honouring_retry_after_on_agent_framework_reads_the_sdk_header()
     clock = loopsim.VirtualClock()
     assert clock.run(main) == "ok"
     assert clock.elapsed == 120.0
+
+
+# -- hypothesis strategies ----------------------------------------------------------------
+
+
+def _retrying_run(faults: list[Fault]) -> str:
+    """A caller that retries on 429 as the service says, at most 5 tries."""
+    client = FaultyChatClient(ScriptedChatClient(["ok"]), faults)
+
+    async def ask() -> str:
+        for _ in range(4):
+            try:
+                return (await client.get_response([Message.user("q")])).text
+            except loopsim.RateLimitError as exc:  # noqa: PERF203 - a retry loop is the test
+                await asyncio.sleep(exc.retry_after or 1)
+        return (await client.get_response([Message.user("q")])).text
+
+    return str(loopsim.simulate(ask))
+
+
+def test_fault_sets_shrink_to_the_smallest_set_that_breaks_the_caller() -> None:
+    from hypothesis import find
+
+    from loopsim.testing import fault_sets
+
+    def breaks(faults: list[Fault]) -> bool:
+        try:
+            _retrying_run(faults)
+        except loopsim.ModelError:
+            return True
+        return False
+
+    strategy = fault_sets(["rate_limit", "timeout"], calls=(1, 6), max_faults=6)
+    assert find(strategy, breaks) == [Fault("timeout", when={"call": 1})]
+    only_429 = fault_sets(["rate_limit"], calls=(1, 3), max_faults=3)
+    # four 429s in a row are needed to break it, and calls 1-3 hold at most three
+    from hypothesis.errors import NoSuchExample
+
+    with pytest.raises(NoSuchExample):
+        find(only_429, breaks)
+
+
+def test_fault_sets_refuse_what_draws_nothing() -> None:
+    from loopsim.testing import fault_sets
+
+    with pytest.raises(ValueError, match="kinds must be fault kinds"):
+        fault_sets(["rate_limited"])
+    with pytest.raises(ValueError, match="1 <= low <= high"):
+        fault_sets(calls=(0, 3))
