@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_af  # noqa: E402
+import bench_faults  # noqa: E402
 import bench_loop  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
@@ -40,7 +41,17 @@ import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording")
+SECTIONS = (
+    "loop",
+    "time",
+    "scale",
+    "suites",
+    "report",
+    "profile",
+    "af",
+    "recording",
+    "faults",
+)
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -215,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += bench_recording.run(
             (10, 100) if quick else (10, 100, 1000), repeat=3 if quick else 5, log=log
         )
+    if "faults" in args.sections:
+        print("faults ...", flush=True)
+        rows += bench_faults.run(20, repeat=5 if quick else 21, log=log)
     info = machine()
     cells = table(rows)
     print()

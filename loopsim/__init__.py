@@ -40,14 +40,25 @@ from ._background import BackgroundTaskStatus as BackgroundTaskStatus
 from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
 from ._clients import ChatClient as ChatClient
+from ._clients import ContentFilterError as ContentFilterError
+from ._clients import Fault as Fault
+from ._clients import FaultyChatClient as FaultyChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import ModelError as ModelError
+from ._clients import ModelTimeoutError as ModelTimeoutError
+from ._clients import RateLimitError as RateLimitError
 from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
 from ._clients import ReplayChatClient as ReplayChatClient
 from ._clients import ReplayDriftWarning as ReplayDriftWarning
 from ._clients import ScriptedChatClient as ScriptedChatClient
+from ._clients import ServerError as ServerError
+from ._clients import StreamCutError as StreamCutError
+from ._clients import ToolFaultError as ToolFaultError
 from ._clients import Turn as Turn
+from ._clients import When as When
+from ._clients import faulty_tool as faulty_tool
 from ._clock import VirtualClock as VirtualClock
 from ._clock import simulate as simulate
 from ._errors import LoopsimError as LoopsimError
@@ -150,12 +161,15 @@ __all__ = [
     "CompletionMarkerLoopEvaluator",
     "CompletionMarkerLoopEvaluatorOptions",
     "Content",
+    "ContentFilterError",
     "ContextProvider",
     "DataContent",
     "DelegateLoopEvaluator",
     "DelegatingAgent",
     "Divergence",
     "ErrorContent",
+    "Fault",
+    "FaultyChatClient",
     "FunctionApprovalRequestContent",
     "FunctionApprovalResponseContent",
     "FunctionCallContent",
@@ -173,7 +187,10 @@ __all__ = [
     "LoopsimError",
     "Message",
     "MiddlewareTermination",
+    "ModelError",
+    "ModelTimeoutError",
     "NotSimulatedWarning",
+    "RateLimitError",
     "RealTimeChatClient",
     "RealTimeLimitError",
     "RecordedTurn",
@@ -190,16 +207,19 @@ __all__ = [
     "ScenarioResult",
     "ScriptExhaustedError",
     "ScriptedChatClient",
+    "ServerError",
     "SessionContext",
     "SimulationDeadlock",
     "SimulationError",
     "SimulationLimitError",
+    "StreamCutError",
     "SupportsAgentRun",
     "TextContent",
     "TodoCompletionLoopEvaluator",
     "TodoCompletionLoopEvaluatorOptions",
     "TodoProvider",
     "ToolArgumentError",
+    "ToolFaultError",
     "Transcript",
     "TranscriptError",
     "TranscriptEvent",
@@ -211,11 +231,13 @@ __all__ = [
     "UserCodeAbortError",
     "VirtualClock",
     "VirtualTimeLimitError",
+    "When",
     "__version__",
     "background_tasks_running",
     "background_tasks_running_message",
     "create_harness_agent",
     "diff_transcripts",
+    "faulty_tool",
     "load_scenario",
     "read_transcript",
     "record",

@@ -204,6 +204,16 @@ WORDING: dict[str, str] = {
         "Error: task {task_id} has not finished yet; wait for it before you clear it."
     ),
     "background.clear.ok": "Removed task {task_id}.",
+    # faults (loopsim.Fault): the texts of the simulated service errors; a child's failure
+    # text reaches its parent model through the task's error
+    "fault.rate_limit": "{model} refused the request: too many requests (HTTP 429).",
+    "fault.server_error": "{model} failed with an internal error (HTTP {status}).",
+    "fault.timeout": "{model} timed out: no answer within {after} seconds.",
+    "fault.stream_cut": "The connection to {model} dropped after {after} streamed updates.",
+    "fault.content_filter": "{model} refused the prompt: its content filter was triggered.",
+    "fault.fail": "{model} failed.",
+    "fault.tool_error": "The tool {tool} failed.",
+    "fault.af_prompt_failed": "{client} could not complete the prompt: {error}",
 }
 
 _FIELD = re.compile(r"\{(\w+)\}")

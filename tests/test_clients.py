@@ -78,7 +78,11 @@ def test_turn_usage_replaces_the_reply_usage() -> None:
 @pytest.mark.parametrize(
     ("item", "error", "match"),
     [
-        (3, TypeError, r"turns\[0\] must be a str, Message, ChatResponse, exception or Turn"),
+        (
+            3,
+            TypeError,
+            r"turns\[0\] must be a str, Message, ChatResponse, exception, Fault or Turn",
+        ),
     ],
 )
 def test_bad_script_items_are_rejected_with_their_index(

@@ -34,6 +34,7 @@ CHECKING_KEYS = (
     "response",
     "surfaced",
     "error",
+    "safety",
 )
 
 
@@ -113,6 +114,26 @@ def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
             yield key, change(seen, surfaced=text)
     if expect.error is not None:
         yield "error", change(seen, error=None)
+    for index, oracle in enumerate(expect.safety or ()):
+        yield f"safety[{index}]", _break(oracle, seen)
+
+
+def _break(oracle: str, seen: Seen) -> Seen:
+    """``seen`` changed so that the safety oracle ``oracle`` no longer holds."""
+    change = dataclasses.replace
+    if oracle == "no_duplicate_tool_calls":
+        calls = [e for e in seen.events if e.kind == "tool_call"]
+        again = calls[0] if calls else Event(1, 0.0, "tool_call", {"name": "t", "call_id": "c"})
+        return change(seen, events=[*seen.events, again, again])
+    if oracle == "no_approval_bypass":  # no host step approved anything
+        return change(seen, spans=[])
+    extra = max(seen.tasks, default=0) + 1
+    status = "running" if oracle == "no_running_tasks" else "lost"
+    return change(
+        seen,
+        tasks={**seen.tasks, extra: status},
+        events=[*seen.events, _task_event(seen, extra, status)],
+    )
 
 
 def _cases() -> Iterator[Any]:

@@ -1,5 +1,16 @@
 """Chat clients: the protocol, the fakes that answer it, recording and replay."""
 
+from ._faults import ContentFilterError as ContentFilterError
+from ._faults import Fault as Fault
+from ._faults import ModelError as ModelError
+from ._faults import ModelTimeoutError as ModelTimeoutError
+from ._faults import RateLimitError as RateLimitError
+from ._faults import ServerError as ServerError
+from ._faults import StreamCutError as StreamCutError
+from ._faults import ToolFaultError as ToolFaultError
+from ._faults import When as When
+from ._faulty import FaultyChatClient as FaultyChatClient
+from ._faulty import faulty_tool as faulty_tool
 from ._function import FunctionChatClient as FunctionChatClient
 from ._protocol import ChatClient as ChatClient
 from ._realtime import RealTimeChatClient as RealTimeChatClient
@@ -13,13 +24,24 @@ from ._scripted import split_into_updates as split_into_updates
 
 __all__ = [
     "ChatClient",
+    "ContentFilterError",
+    "Fault",
+    "FaultyChatClient",
     "FunctionChatClient",
+    "ModelError",
+    "ModelTimeoutError",
+    "RateLimitError",
     "RealTimeChatClient",
     "RecordedTurn",
     "RecordingChatClient",
     "ReplayChatClient",
     "ReplayDriftWarning",
     "ScriptedChatClient",
+    "ServerError",
+    "StreamCutError",
+    "ToolFaultError",
     "Turn",
+    "When",
+    "faulty_tool",
     "split_into_updates",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 
 from .. import _trace
 from .._messages import (
@@ -17,11 +18,15 @@ from .._messages import (
     build_chat_update,
     text_content,
 )
+from ._faults import StreamCut
 
 __all__ = ["FakeChatClient", "split_into_updates"]
 
 _CHUNK = re.compile(r"\s*\S+\s*|\s+")
 _NO_OPTIONS = ChatOptions()
+#: True while a fake answers a streaming call: a ``stream_cut`` fault then streams part of
+#: its answer before the cut (a call that does not stream just fails).
+_STREAMING: ContextVar[bool] = ContextVar("loopsim_streaming", default=False)
 
 
 def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
@@ -82,13 +87,31 @@ class FakeChatClient:
         """Record the request and answer it."""
         request = ChatRequest(messages, options or _NO_OPTIONS)
         self.requests.append(request)
-        return _stamp_ids(await self._answer(request))
+        try:
+            response = await self._answer(request)
+        except StreamCut as cut:
+            if _STREAMING.get():
+                raise
+            raise cut.error from None
+        return _stamp_ids(response)
 
     async def get_streaming_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         """Record the request and answer it as a stream of updates."""
-        response = await self.get_response(messages, options=options)
+        token = _STREAMING.set(True)
+        try:
+            response = await self.get_response(messages, options=options)
+        except StreamCut as cut:
+            partial: StreamCut | None = cut
+        else:
+            partial = None
+        finally:
+            _STREAMING.reset(token)
+        if partial is not None:
+            for update in split_into_updates(_stamp_ids(partial.response))[: partial.error.after]:
+                yield update
+            raise partial.error from None
         for update in split_into_updates(response):
             yield update
 

@@ -43,6 +43,8 @@ class RecordedTurn:
         error: ``"Type: message"`` when the call raised.
         event_index: index of the request in a transcript's events (replay only).
         instructions: the system instructions sent with the request (None: none).
+        faults: a script's model faults on this turn, in order (``{"kind": ...,
+            "options": ...}``), played again on replay before its answer.
     """
 
     agent: str | None
@@ -58,6 +60,10 @@ class RecordedTurn:
     event_index: int | None = None
     response_index: int | None = field(default=None, repr=False)
     instructions: str | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    #: a fault struck this turn: its recorded duration is the faults' and the retries'
+    #: (played live again on replay), not the model's
+    faulted: bool = field(default=False, repr=False)
 
     @property
     def delay(self) -> float:

@@ -20,6 +20,8 @@ from .. import _trace
 from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
+from ._faults import Fault
+from ._faulty import model_fault
 from ._recording import RecordedTurn, dump_message, message_summary
 
 __all__ = [
@@ -69,11 +71,24 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
     """Pair the ``model_request``/``model_response`` events of ``agent`` into turns."""
     turns: list[RecordedTurn] = []
     open_turns: dict[str | None, list[RecordedTurn]] = {}
+    #: turns a fault wrapper took (it plays them again on replay; the model never saw them)
+    taken: set[int] = set()
     for index, event in enumerate(events):
-        if event.kind not in ("model_request", "model_response", "model_error"):
+        if event.kind not in ("model_request", "model_response", "model_error", "fault"):
             continue
         data = event.data
         if data.get("agent") != agent:
+            continue
+        if event.kind == "fault":  # a fault of the agent's latest request still open
+            waiting = [t for t in turns if t.response_index is None]
+            if waiting:
+                waiting[-1].faulted = True
+                if data.get("rule"):  # a wrapper's: the model never saw this attempt
+                    taken.add(id(waiting[-1]))
+                else:
+                    waiting[-1].faults.append(
+                        {"kind": data.get("fault"), "options": dict(data.get("options") or {})}
+                    )
             continue
         session = data.get("session")
         if event.kind == "model_request":
@@ -95,12 +110,13 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
             turn.response_index = index
         elif event.kind == "model_response" and open_turns.get(session):
             turn = open_turns[session].pop(0)
+            taken.discard(id(turn))  # a retry below the agent got through to the model
             turn.response = list(data.get("messages") or ())
             turn.usage = data.get("usage")
             turn.response_id = data.get("response_id")
             turn.response_time = float(event.time)
             turn.response_index = index
-    return turns
+    return [t for t in turns if id(t) not in taken]
 
 
 class ReplayChatClient(FakeChatClient):
@@ -146,6 +162,8 @@ class ReplayChatClient(FakeChatClient):
             turns_from_events(transcript.events, agent_name)
         )
         self._played: set[int] = set()
+        #: per turn: how many of its scripted faults were played again
+        self._faulted: dict[int, int] = {}
         self._queues: dict[str | None, list[RecordedTurn]] = {}
         for turn in self.turns:
             self._queues.setdefault(turn.session, []).append(turn)
@@ -253,12 +271,21 @@ class ReplayChatClient(FakeChatClient):
                 ),
                 stacklevel=2,
             )
+        faulted = self._faulted.get(id(turn), 0)
+        if faulted < len(turn.faults):  # a script's fault: played again, as it was
+            self._faulted[id(turn)] = faulted + 1
+            if faulted + 1 == len(turn.faults) and turn.response is None:
+                self._played.add(id(turn))  # the fault was all this turn got
+            spec = turn.faults[faulted]
+            return await model_fault(
+                Fault(str(spec["kind"]), **spec["options"]), model=self.agent_name
+            )
         self._played.add(id(turn))
         if turn.response is None and turn.error is None:
             # The recording ended while this call was still waiting for the model: in
             # the replay it waits too (until the run ends or cancels it).
             await anyio.sleep_forever()
-        if self.replay_timing and turn.response_time is not None:
+        if self.replay_timing and turn.response_time is not None and not turn.faulted:
             delay = turn.response_time - turn.request_time
             if delay > 0:
                 await anyio.sleep(delay)

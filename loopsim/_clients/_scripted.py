@@ -19,10 +19,12 @@ from .._messages import (
     text_message,
 )
 from ._base import FakeChatClient, split_into_updates
+from ._faults import MODEL_FAULTS, Fault
+from ._faulty import model_fault
 
 __all__ = ["ScriptItem", "ScriptedChatClient", "Turn", "split_into_updates"]
 
-Reply = str | Message | ChatResponse | BaseException
+Reply = str | Message | ChatResponse | BaseException | Fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +32,8 @@ class Turn:
     """One script entry with options: ``Turn("done", delay=30.0, usage=Usage(...))``.
 
     Args:
-        item: a str (assistant reply), a Message, a ChatResponse or an exception to raise.
+        item: a str (assistant reply), a Message, a ChatResponse, an exception to raise
+            or a :class:`~loopsim.Fault` (a model-call fault on that turn).
         delay: virtual seconds the model "thinks" before answering (>= 0).
         usage: usage to report with the reply (replaces the ChatResponse's own).
     """
@@ -56,12 +59,25 @@ ScriptItem = Reply | Turn
 
 
 def _check_item(item: object, where: str) -> None:
-    if not isinstance(item, (str, Message, ChatResponse, BaseException, Turn)):
+    if not isinstance(item, (str, Message, ChatResponse, BaseException, Turn, Fault)):
         msg = (
-            f"{where} must be a str, Message, ChatResponse, exception or Turn, "
+            f"{where} must be a str, Message, ChatResponse, exception, Fault or Turn, "
             f"got {type(item).__name__}"
         )
         raise TypeError(msg)
+    if isinstance(item, Fault):
+        if item.kind not in MODEL_FAULTS:
+            msg = (
+                f"{where}: {item.kind!r} is a tool fault; a script takes model faults: "
+                f"{', '.join(MODEL_FAULTS)}"
+            )
+            raise ValueError(msg)
+        if item.when is not None or item.times is not None:
+            msg = (
+                f"{where}: a script's fault happens on its own turn, so it takes no `when` "
+                "or `times` (those are for FaultyChatClient's rules)"
+            )
+            raise ValueError(msg)
 
 
 def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
@@ -84,10 +100,11 @@ class ScriptedChatClient(FakeChatClient):
     """A chat client that answers from a script, one item per turn, and fails loudly.
 
     Each item is a ``str`` (an assistant reply), a ``Message``, a ``ChatResponse``, an
-    exception instance (raised on that turn) or a :class:`Turn` wrapping one of those
-    with a virtual ``delay`` and ``usage``. Past the end of the script it raises
-    :class:`~loopsim.ScriptExhaustedError` naming the client, the turn and the last
-    request — it never cycles or invents a default reply.
+    exception instance (raised on that turn), a :class:`~loopsim.Fault` (a model-call
+    fault on that turn: ``Fault("rate_limit", retry_after=30)``) or a :class:`Turn`
+    wrapping one of those with a virtual ``delay`` and ``usage``. Past the end of the
+    script it raises :class:`~loopsim.ScriptExhaustedError` naming the client, the turn
+    and the last request — it never cycles or invents a default reply.
 
     Example:
         >>> import loopsim
@@ -140,4 +157,6 @@ class ScriptedChatClient(FakeChatClient):
             item, usage = entry, None
         if isinstance(item, BaseException):
             raise item
+        if isinstance(item, Fault):
+            return await model_fault(item, model=self.name)
         return _as_response(item, usage)

@@ -16,7 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .. import _trace
 from .._agents import Agent, ApprovalMode, FunctionTool
-from .._clients import ChatClient, ReplayChatClient, ScriptedChatClient, Turn
+from .._clients import (
+    ChatClient,
+    FaultyChatClient,
+    ReplayChatClient,
+    ScriptedChatClient,
+    Turn,
+    faulty_tool,
+)
 from .._errors import SimulationError
 from .._messages import AgentResponse, FunctionCallContent, Message, Usage
 from .._usercode import bound_evaluate
@@ -65,6 +72,8 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
             item = turn.reply
         elif turn.failure is not None:
             item = ScriptedFailure(turn.failure)
+        elif turn.fault is not None:
+            item = turn.fault.build(rule=False)
         else:
             calls = [
                 FunctionCallContent(
@@ -86,6 +95,8 @@ def _tool_function(spec: ToolSpec, name: str) -> Callable[..., Any]:
         return spec.result
 
     fn.__name__ = name
+    if spec.faults:
+        return faulty_tool(fn, [f.build() for f in spec.faults], name=name)
     return fn
 
 
@@ -240,6 +251,13 @@ class World:
                     )
         if models is not None:
             self.clients = {name: models(name, client) for name, client in self.clients.items()}
+        for name, spec in scenario.agents.items():
+            if (
+                spec.faults
+            ):  # the agent's model breaks as its `faults:` say (a remote model's faults)
+                self.clients[name] = FaultyChatClient(
+                    self.clients[name], [f.build() for f in spec.faults], name=name
+                )
         self.judges: list[ScriptedChatClient] = []
         self.decisions: list[_Decisions] = []
         self.evaluator_specs = [] if scenario.loop is None else scenario.loop.evaluators
@@ -491,6 +509,13 @@ class World:
         counts["judge"] = sum(len(j.requests) for j in self.judges)
         return counts
 
+    def _inner_clients(self) -> list[tuple[str, Any]]:
+        """Each agent's client inside its fault wrapper (whose script turns count)."""
+        return [
+            (name, client.inner if isinstance(client, FaultyChatClient) else client)
+            for name, client in self.clients.items()
+        ]
+
     def unused(self) -> list[tuple[tuple[str | int, ...], str]]:
         out: list[tuple[tuple[str | int, ...], str]] = [
             (
@@ -500,7 +525,7 @@ class World:
                     f"(from turn {client.turn + 1}); remove them, or set expect.unused_turns: true"
                 ),
             )
-            for name, client in self.clients.items()
+            for name, client in self._inner_clients()
             if isinstance(client, ScriptedChatClient) and client.remaining
         ]
         out.extend(
@@ -508,7 +533,7 @@ class World:
                 ("agents", name),
                 f"{len(client.unplayed)} recorded turn(s) of {name} were never replayed",
             )
-            for name, client in self.clients.items()
+            for name, client in self._inner_clients()
             if isinstance(client, ReplayChatClient) and client.unplayed
         )
         index = 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._files import safe_file_stem, write_atomic
 from .._invariants import check_invariants
+from .._oracles import check_safety
 from .._trace import Event
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
@@ -76,6 +77,10 @@ class Seen:
     error: BaseException | None
     error_step: int | None
     events: Sequence[Event]
+    #: (step index, first event, end) of each step (the safety oracles read it)
+    spans: Sequence[tuple[int, int, int]] = ()
+    #: the final task statuses are known (the run ended), not only the recorded ones
+    final: bool = False
 
     @classmethod
     def at_end(cls, run: Execution) -> Seen:
@@ -91,6 +96,8 @@ class Seen:
             error=outcome.error,
             error_step=outcome.error_step,
             events=run.events,
+            spans=outcome.spans,
+            final=True,
         )
 
     @classmethod
@@ -109,6 +116,7 @@ class Seen:
             error=snapshot.error,
             error_step=index if snapshot.error is not None else None,
             events=events,
+            spans=[span for span in run.outcome.spans if span[0] <= index],
         )
 
 
@@ -122,6 +130,32 @@ def _history(events: Sequence[Event]) -> dict[int, list[str]]:
             if not statuses or statuses[-1] != status:
                 statuses.append(status)
     return history
+
+
+def _needs_approval(scenario: Scenario) -> set[str]:
+    """The scripted tools that need an approval (declared so, or asked for by an
+    ``approval_request`` turn)."""
+    names: set[str] = set()
+    for agent in scenario.agents.values():
+        names.update(n for n, spec in agent.tools.items() if spec.approval_required)
+        for turn in agent.script or ():
+            if turn.approval_request is not None:
+                names.add(turn.approval_request.name)
+    return names
+
+
+def _safety(loaded: LoadedScenario, expect: StepExpect, seen: Seen) -> list[tuple[int, str]]:
+    if not expect.safety:
+        return []
+    steps = loaded.scenario.steps
+    return check_safety(
+        expect.safety,
+        seen.events,
+        spans=seen.spans,
+        approvals=[i for i, step in enumerate(steps) if getattr(step, "approve", False) is True],
+        needs_approval=_needs_approval(loaded.scenario),
+        final_tasks=seen.tasks if seen.final else None,
+    )
 
 
 def check_expectations(
@@ -252,6 +286,8 @@ def check_block(
                 + (f" with {fields}" if fields else "")
                 + f", got {got_count}",
             )
+    for position, problem in _safety(loaded, expect, seen):
+        fail(("expect", "safety", position), problem)
     if expect.elapsed is not None:
         _check_elapsed(expect.elapsed, seen.elapsed, fail)
     for key, text in (("response", seen.response), ("surfaced", seen.surfaced)):

@@ -72,7 +72,12 @@ def strategy(spec: VarySpec) -> Any:
         return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False)
     if spec.one_of is not None:
         return st.sampled_from(spec.one_of).map(copy.deepcopy)
-    assert spec.list_of is not None  # noqa: S101 - one of three kinds
+    if spec.fault_set is not None:
+        faults = spec.fault_set
+        low, high = faults.calls
+        one = st.builds(faults.fault, st.sampled_from(faults.kinds), st.integers(low, high))
+        return st.lists(one, min_size=faults.min_faults, max_size=faults.max_faults)
+    assert spec.list_of is not None  # noqa: S101 - one of four kinds
     return st.lists(strategy(spec.list_of), min_size=spec.min_size, max_size=spec.largest)
 
 

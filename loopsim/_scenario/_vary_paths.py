@@ -123,6 +123,8 @@ def _walk(
 
 def _largest_draw(spec: VarySpec) -> int:
     """How many values the largest draw of ``spec`` holds (nested lists multiply)."""
+    if spec.fault_set is not None:
+        return spec.fault_set.max_faults
     if spec.list_of is None:
         return 1
     return max(spec.largest, 1) * _largest_draw(spec.list_of)
@@ -171,7 +173,14 @@ def _samples(spec: VarySpec) -> list[Any]:
         return list(dict.fromkeys(spec.between))
     if spec.one_of is not None:
         return list(spec.one_of)
-    assert spec.list_of is not None  # noqa: S101 - one of three kinds
+    if spec.fault_set is not None:
+        faults = spec.fault_set
+        each = [faults.fault(k, c) for k in faults.kinds for c in dict.fromkeys(faults.calls)]
+        out_faults: list[Any] = [] if faults.min_faults else [[]]
+        out_faults.extend([f] * max(faults.min_faults, 1) for f in each)
+        out_faults.append([each[0]] * faults.max_faults)
+        return out_faults
+    assert spec.list_of is not None  # noqa: S101 - one of four kinds
     items = _samples(spec.list_of)
     out: list[Any] = [] if spec.min_size else [[]]
     out.extend([item] * max(spec.min_size, 1) for item in items)

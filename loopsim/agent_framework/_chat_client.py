@@ -9,7 +9,7 @@ import agent_framework as af
 from agent_framework.observability import ChatTelemetryLayer
 
 from .. import _trace
-from .._clients import ChatClient, RecordingChatClient
+from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
@@ -21,6 +21,7 @@ from ._convert import (
     to_loopsim_message,
     to_loopsim_options,
 )
+from ._faults import as_vendor_error
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope
 from ._tracing import ToolTraceMiddleware
@@ -171,6 +172,10 @@ class LoopsimChatClient(
         converted, chat_options, agent, session = self._request(messages, options, scope)
         try:
             response = await self.loopsim_client.get_response(converted, options=chat_options)
+        except ModelError as exc:  # a simulated service failure: raised as a vendor's client would
+            self._failed(exc, agent, session)
+            vendor = as_vendor_error(exc, type(self).__name__)
+            raise vendor from vendor.__cause__
         except Exception as exc:
             self._failed(exc, agent, session)
             raise
@@ -188,6 +193,10 @@ class LoopsimChatClient(
             ):
                 updates.append(update)
                 yield to_af_chat_update(update)
+        except ModelError as exc:  # a simulated service failure: raised as a vendor's client would
+            self._failed(exc, agent, session)
+            vendor = as_vendor_error(exc, type(self).__name__)
+            raise vendor from vendor.__cause__
         except Exception as exc:
             self._failed(exc, agent, session)
             raise

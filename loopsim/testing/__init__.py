@@ -27,6 +27,7 @@ from ._checker import CheckResult as CheckResult
 from ._checker import EvaluatorReport as EvaluatorReport
 from ._checker import check_evaluator as check_evaluator
 from ._checker import simulate_recorded as simulate_recorded
+from ._faults import fault_sets as fault_sets
 from ._strategies import DONE_MARKER as DONE_MARKER
 from ._strategies import child_delays as child_delays
 from ._strategies import evaluator_decisions as evaluator_decisions
@@ -73,6 +74,7 @@ __all__ = [
     "child_delays",
     "evaluator_decisions",
     "failures",
+    "fault_sets",
     "loaded",
     "messages",
     "restart_points",

@@ -33,6 +33,7 @@ from ._base import (
     describe,
 )
 from ._expect import EVENT_FIELDS, EventCount, ExpectSpec, RangeSpec, ResponseExpect, StepExpect
+from ._faults import FaultSpec, ModelFaultSpec, ToolFaultSpec, WhenSpec
 from ._loop import (
     AIJudgeSpec,
     BackgroundTaskCompletionSpec,
@@ -70,8 +71,10 @@ __all__ = [
     "EvaluatorSpec",
     "EventCount",
     "ExpectSpec",
+    "FaultSpec",
     "FunctionInvocationSpec",
     "LoopSpec",
+    "ModelFaultSpec",
     "ParentSpec",
     "PolicySpec",
     "RangeSpec",
@@ -83,10 +86,12 @@ __all__ = [
     "StepExpect",
     "StepSpec",
     "ToolCallSpec",
+    "ToolFaultSpec",
     "ToolSpec",
     "TurnSpec",
     "UsageSpec",
     "VarySettings",
     "VarySpec",
+    "WhenSpec",
     "describe",
 ]

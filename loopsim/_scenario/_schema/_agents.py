@@ -28,6 +28,7 @@ from ._base import (
     describe,
     one_key,
 )
+from ._faults import FAULT_KEYS, ModelFaultSpec, ScriptFaultSpec, ToolFaultSpec
 
 # -- usage, tools, turns --------------------------------------------------------------------
 
@@ -80,9 +81,13 @@ class ToolSpec(StrictModel):
     approval_required: Flag = False
     description: Text = ""
     parameters: list[Name] = Field(default_factory=list)
+    #: tool faults (``error``, ``delay``, ``hang``, ``wrong_result``) with when/times
+    faults: list[ToolFaultSpec] = Field(default_factory=list)
 
 
-_TURN_KINDS = ("reply", "tool_call", "approval_request", "failure")
+_TURN_KINDS = ("reply", "tool_call", "approval_request", "failure", "fault")
+#: keys of a script entry that stay the turn's own when it is a ``fault:`` entry
+_TURN_KEYS = ("usage",)
 
 
 class TurnSpec(StrictModel):
@@ -95,6 +100,8 @@ class TurnSpec(StrictModel):
     tool_call: ToolCallSpec | list[ToolCallSpec] | None = None
     approval_request: ToolCallSpec | None = None
     failure: Text | None = None
+    #: a model fault on this turn: ``- fault: rate_limit`` with its options beside it
+    fault: ScriptFaultSpec | None = None
     delay: Seconds = 0.0
     usage: UsageSpec | None = None
 
@@ -103,6 +110,17 @@ class TurnSpec(StrictModel):
     def _short_form(cls, value: Any) -> Any:
         if isinstance(value, str):  # `- "some reply"`
             return {"reply": value}
+        if isinstance(value, dict) and "fault" in value and not isinstance(value["fault"], dict):
+            # `- fault: rate_limit` + `retry_after: 30`: the options sit beside the kind
+            fault = {k: v for k, v in value.items() if k not in _TURN_KEYS}
+            unknown = [k for k in fault if k not in FAULT_KEYS]
+            if unknown:
+                raise PydanticCustomError(
+                    "fault_key",
+                    "unknown key {key} in a fault entry; its keys: {known}",
+                    {"key": describe(unknown[0]), "known": ", ".join((*FAULT_KEYS, *_TURN_KEYS))},
+                )
+            return {**{k: value[k] for k in _TURN_KEYS if k in value}, "fault": fault}
         return value
 
     @model_validator(mode="after")
@@ -253,6 +271,8 @@ class AgentSpec(StrictModel):
     factory: Name | None = None
     function_invocation_configuration: FunctionInvocationSpec | None = None
     model: ImportPath | None = None
+    #: model-call faults of this agent (a child's too: fail, hang, lost) with when/times
+    faults: list[ModelFaultSpec] = Field(default_factory=list)
 
     @field_validator("model")
     @classmethod

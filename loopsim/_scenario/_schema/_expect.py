@@ -13,11 +13,14 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..._oracles import SAFETY_ORACLES
 from ._base import TASK_STATUSES, Count, Flag, Name, Seconds, StrictModel, Text, describe
 
 # -- expectations ---------------------------------------------------------------------------
 
 TaskStatus = Literal["running", "completed", "failed", "lost", "cleared"]
+
+SafetyOracle = Literal[SAFETY_ORACLES]  # type: ignore[valid-type] # a Literal of the names tuple
 
 #: Transcript event kinds an ``events:`` count may name, with the fields ``where:`` may
 #: match (scalar fields only: ids of sessions and messages are the simulation's own).
@@ -37,6 +40,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "session_restored": ("agent",),
     "process_restart": ("at", "interrupted"),
     "clock_jump": ("from", "to"),
+    "fault": ("agent", "tool", "fault"),
 }
 
 
@@ -200,6 +204,14 @@ class StepExpect(StrictModel):
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
     error: Text | None = None
+    #: safety oracles (loopsim._oracles): no_duplicate_tool_calls, no_approval_bypass,
+    #: no_running_tasks, no_lost_results
+    safety: list[SafetyOracle] | None = None
+
+    @field_validator("safety")
+    @classmethod
+    def _some_oracles(cls, value: Any) -> Any:
+        return _not_empty("list", f"name safety oracles: {', '.join(SAFETY_ORACLES)}")(value)
 
     @field_validator("elapsed", mode="before")
     @classmethod

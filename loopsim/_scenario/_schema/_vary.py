@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..._clients._faults import FAULT_KINDS
 from ._base import Count, PositiveCount, StrictModel, describe
 
 # -- vary: property scenarios ---------------------------------------------------------------
@@ -46,13 +47,56 @@ def _choices(value: Any) -> Any:
     return value
 
 
-_VARY_KINDS = ("between", "one_of", "list_of")
+class FaultSetSpec(StrictModel):
+    """``fault_set:``: hypothesis draws a list of faults (which, when, how many) for a
+    ``faults:`` list: each a kind of ``kinds`` at call number ``calls[0]``..``calls[1]``
+    (``when: {call: k}``), with ``options`` per kind; ``min_faults``..``max_faults`` of
+    them. A failure shrinks to the fewest, earliest, first-listed faults."""
+
+    kinds: list[str]
+    calls: list[int] = Field(default_factory=lambda: [1, 10])
+    min_faults: Count = 0
+    max_faults: PositiveCount = 3
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _valid(self) -> FaultSetSpec:
+        if not self.kinds:
+            raise PydanticCustomError("vacuous", "an empty kinds list draws no fault")
+        for kind in [*self.kinds, *self.options]:
+            if kind not in FAULT_KINDS:
+                raise PydanticCustomError(
+                    "fault_kind",
+                    "unknown fault kind {kind}; expected one of: {known}",
+                    {"kind": describe(kind), "known": ", ".join(FAULT_KINDS)},
+                )
+        if len(self.calls) != 2 or not 1 <= self.calls[0] <= self.calls[1]:
+            raise PydanticCustomError(
+                "calls",
+                "calls: expected [low, high] call numbers, 1 <= low <= high, got {got}",
+                {"got": describe(self.calls)},
+            )
+        if self.max_faults < self.min_faults:
+            raise PydanticCustomError(
+                "vary_sizes",
+                "inverted sizes: max_faults {high} < min_faults {low}",
+                {"low": self.min_faults, "high": self.max_faults},
+            )
+        return self
+
+    def fault(self, kind: str, call: int) -> dict[str, Any]:
+        """One drawn fault, as a ``faults:`` entry."""
+        return {"fault": kind, **self.options.get(kind, {}), "when": {"call": call}}
+
+
+_VARY_KINDS = ("between", "one_of", "list_of", "fault_set")
 
 
 class VarySpec(StrictModel):
     """How one value varies: exactly one of ``between: [low, high]`` (whole numbers when
     both bounds are, else any number in the closed range), ``one_of: [choices...]`` (any
-    YAML values) or ``list_of: <spec>`` (a list of ``min_size``..``max_size`` drawn items).
+    YAML values), ``list_of: <spec>`` (a list of ``min_size``..``max_size`` drawn items)
+    or ``fault_set: {...}`` (a list of faults, see :class:`FaultSetSpec`).
     """
 
     between: (
@@ -68,6 +112,7 @@ class VarySpec(StrictModel):
         | None
     ) = None
     list_of: VarySpec | None = None
+    fault_set: FaultSetSpec | None = None
     min_size: Count = 0
     max_size: Count | None = None
 
