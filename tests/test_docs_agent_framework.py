@@ -39,6 +39,11 @@ def test_the_example_scenario_runs_the_teams_own_agent(monkeypatch: pytest.Monke
     assert results == ["[LOOPS-2026]"]  # and the team's tool
 
 
+def test_the_coordinator_section_shows_the_shipped_files_verbatim() -> None:
+    assert _blocks("python")[2] == (EXAMPLES / "coordinator_agents.py").read_text(encoding="utf-8")
+    assert _blocks("yaml")[1] == (EXAMPLES / "coordinator.loopsim.yaml").read_text(encoding="utf-8")
+
+
 def test_the_python_example_runs() -> None:
     code = _blocks("python")[1]
     exec(compile(code, "docs/testing_agent_framework.md", "exec"), {"__name__": "docs"})  # noqa: S102 - the page's own example

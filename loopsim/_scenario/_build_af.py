@@ -83,8 +83,14 @@ class AgentFrameworkWorld(World):
                 top = self._af_harness(spec, children)
                 self.provider = find_provider(top)
             elif spec.factory is not None:
-                top = self._af_agent(parent.agent, spec)
-                self.provider = None
+                top = self.from_factory(
+                    parent.agent,
+                    spec,
+                    as_chat_client(self.clients[parent.agent]),
+                    engine="agent_framework",
+                    children=children,
+                )
+                self.provider = self.attach_provider(top, children)
             else:
                 self.provider = None
                 providers: list[Any] = []
@@ -127,6 +133,26 @@ class AgentFrameworkWorld(World):
                 tools=_af_tools(spec),
             )
         return self.from_factory(name, spec, client, engine="agent_framework")
+
+    def find_provider(self, agent: Any) -> Any:
+        from ..agent_framework._provider import find_provider  # noqa: PLC0415
+
+        return find_provider(agent)
+
+    def new_provider(self, children: list[Any]) -> Any:
+        import agent_framework as af  # noqa: PLC0415 - the optional extra
+
+        parent = self.scenario.parent
+        return af.BackgroundAgentsProvider(
+            children,
+            wait_timeout_seconds=parent.wait_timeout,
+            instructions=parent.background_agents_instructions,
+        )
+
+    def provider_children(self, provider: Any) -> list[str]:
+        from ..agent_framework._upstream import provider_agents  # noqa: PLC0415
+
+        return [str(agent.name) for agent in provider_agents(provider)]
 
     def _af_harness(self, spec: AgentSpec, children: list[Any]) -> Any:
         import agent_framework as af  # noqa: PLC0415 - the optional extra

@@ -57,16 +57,6 @@ def engine_problems(scenario: Scenario, engine: Engine) -> Iterator[tuple[Loc, s
             ),
             "loop.should_continue with parent.harness, or engine: loopsim",
         )
-    for name, agent in scenario.agents.items():
-        if agent.factory is not None and name == parent.agent and parent.background_agents:
-            yield (
-                ("agents", name, "factory"),
-                (
-                    "a parent built by a factory keeps its own context providers, so loopsim "
-                    "cannot give it the background agents of parent.background_agents"
-                ),
-                "a factory for a child or for a parent without background agents",
-            )
 
 
 def check_engine(scenario: Scenario, where: Located, engine: Engine) -> None:
