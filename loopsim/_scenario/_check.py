@@ -14,6 +14,7 @@ from typing import Any
 from .._files import safe_file_stem, write_atomic
 from .._invariants import check_invariants
 from .._trace import Event
+from .._trajectory import HostMark, TrajectoryStep, check_never, check_trajectory, trajectory_of
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
@@ -76,6 +77,14 @@ class Seen:
     error: BaseException | None
     error_step: int | None
     events: Sequence[Event]
+    #: the host steps taken so far, and the first event of the part looked at
+    hosts: Sequence[HostMark] = ()
+    first: int = 0
+
+    def trajectory(self) -> list[TrajectoryStep]:
+        """The steps taken in the part of the run looked at (from :attr:`first` on)."""
+        steps = trajectory_of(self.events, self.hosts)
+        return [s for s in steps if s.position >= self.first]
 
     @classmethod
     def at_end(cls, run: Execution) -> Seen:
@@ -91,6 +100,7 @@ class Seen:
             error=outcome.error,
             error_step=outcome.error_step,
             events=run.events,
+            hosts=outcome.hosts,
         )
 
     @classmethod
@@ -109,6 +119,10 @@ class Seen:
             error=snapshot.error,
             error_step=index if snapshot.error is not None else None,
             events=events,
+            hosts=[
+                h for h in run.outcome.hosts if h.index == index or h.position < snapshot.events
+            ],
+            first=snapshot.first,
         )
 
 
@@ -258,7 +272,25 @@ def check_block(
         spec = getattr(expect, key)
         if spec is not None:
             _check_text(key, spec, text, fail)
+    _check_trajectories(expect, seen, fail)
     return failures
+
+
+def _check_trajectories(expect: StepExpect, seen: Seen, fail: Any) -> None:
+    specs: list[tuple[tuple[str | int, ...], Any]] = []
+    if expect.trajectory is not None:
+        specs.append((("expect", "trajectory"), expect.trajectory))
+    for index, spec in enumerate(expect.trajectories or ()):
+        specs.append((("expect", "trajectories", index), spec))
+    if not specs and not expect.never:
+        return
+    steps = seen.trajectory()
+    for loc, spec in specs:
+        for problem in check_trajectory(spec.trajectory(), steps):
+            fail(loc, problem)
+    never = [p.pattern(never=True) for p in expect.never or ()]
+    for index, problem in check_never(never, steps):
+        fail(("expect", "never", index), problem)
 
 
 def _expected_elsewhere(loaded: LoadedScenario, step: int | None) -> bool:

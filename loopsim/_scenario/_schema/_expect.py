@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import TASK_STATUSES, Count, Flag, Name, Seconds, StrictModel, Text, describe
+from ._trajectory import StepPatternSpec, TrajectorySpec, check_never_steps
 
 # -- expectations ---------------------------------------------------------------------------
 
@@ -199,6 +200,22 @@ class StepExpect(StrictModel):
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
     error: Text | None = None
+    #: the steps the run must take, in a mode (docs/trajectories.md)
+    trajectory: TrajectorySpec | None = None
+    #: several trajectories, each with its own mode and scope
+    trajectories: list[TrajectorySpec] | None = None
+    #: steps the run must never take
+    never: list[StepPatternSpec] | None = None
+
+    @field_validator("trajectories")
+    @classmethod
+    def _some_trajectories(cls, value: Any) -> Any:
+        return _not_empty("list", "give {mode, steps} items, or use trajectory:")(value)
+
+    @field_validator("never")
+    @classmethod
+    def _never_steps(cls, value: Any) -> Any:
+        return check_never_steps(value)
 
     @field_validator("elapsed", mode="before")
     @classmethod
