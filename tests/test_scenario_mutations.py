@@ -20,6 +20,68 @@ from loopsim._scenario._check import Seen, check_block
 from loopsim._scenario._run import execute
 from loopsim._scenario._schema import STOP_REASONS, TASK_STATUSES, RangeSpec, StepExpect
 from loopsim._trace import Event
+from loopsim._trajectory import Equals, StepPattern, Trajectory, TrajectoryStep
+
+
+def _without(seen: Seen, step: TrajectoryStep) -> Seen:
+    """The outcome without one step the run took (its event, or its host step)."""
+    if step.kind == "host":
+        hosts = [h for h in seen.hosts if (h.position, h.name) != (step.position, step.name)]
+        return dataclasses.replace(seen, hosts=hosts)
+    events = [e for i, e in enumerate(seen.events) if i != step.position]
+    return dataclasses.replace(seen, events=events)
+
+
+def _twice(seen: Seen, step: TrajectoryStep) -> Seen:
+    """The outcome with one step the run took taken once more (its event repeated)."""
+    if step.kind == "host":
+        extra = next(h for h in seen.hosts if h.position == step.position and h.name == step.name)
+        return dataclasses.replace(seen, hosts=[*seen.hosts, extra])
+    event = seen.events[step.position]
+    if step.kind == "task":  # a repeated status collapses: go elsewhere and come back
+        other = dataclasses.replace(event, data={**event.data, "status": "lost"})
+        if event.data.get("status") == "lost":
+            other = dataclasses.replace(event, data={**event.data, "status": "failed"})
+        return dataclasses.replace(seen, events=[*seen.events, other, event])
+    return dataclasses.replace(seen, events=[*seen.events, event])
+
+
+def _trajectory_mutation(spec: Trajectory, seen: Seen) -> Seen:
+    """A change of the run the trajectory must catch: a step it names dropped (or, for
+    ``subset``, which allows fewer, taken once more); a counted step pushed past its bound."""
+    steps = seen.trajectory()
+    ordered = spec.ordered
+    if ordered:
+        first = next(s for s in steps if ordered[0].mismatch(s) is None)
+        return _twice(seen, first) if spec.mode == "subset" else _without(seen, first)
+    counted = spec.steps[0]
+    hits = [s for s in steps if counted.mismatch(s) is None]
+    if counted.at_least is not None:
+        for hit in reversed(hits):
+            seen = _without(seen, hit)
+        return seen
+    for _ in range((counted.at_most or 0) + 1 - len(hits) + 1):
+        seen = _twice(seen, hits[0])
+    return seen
+
+
+def _forbidden_event(pattern: StepPattern, seen: Seen) -> Seen:
+    """The outcome with one call of the forbidden tool (made without approval) added."""
+    name = pattern.fields["tool"]
+    assert isinstance(name, Equals), "a shipped never: step names its tool exactly"
+    args = {k: m.value for k, m in (pattern.args or {}).items() if isinstance(m, Equals)}
+    last = seen.events[-1]
+    agent = pattern.fields.get("agent")
+    data = {
+        "agent": agent.value if isinstance(agent, Equals) else "someone",
+        "call_id": "planted-call",
+        "name": name.value,
+        "arguments": args,
+    }
+    return dataclasses.replace(
+        seen, events=[*seen.events, Event(last.seq + 1, last.time, "tool_call", data)]
+    )
+
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.loopsim.yaml"))
 CHECKING_KEYS = (
@@ -34,6 +96,9 @@ CHECKING_KEYS = (
     "response",
     "surfaced",
     "error",
+    "trajectory",
+    "trajectories",
+    "never",
 )
 
 
@@ -113,6 +178,12 @@ def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
             yield key, change(seen, surfaced=text)
     if expect.error is not None:
         yield "error", change(seen, error=None)
+    if expect.trajectory is not None:
+        yield "trajectory", _trajectory_mutation(expect.trajectory.trajectory(), seen)
+    for index, spec in enumerate(expect.trajectories or ()):
+        yield f"trajectories[{index}]", _trajectory_mutation(spec.trajectory(), seen)
+    for index, step in enumerate(expect.never or ()):
+        yield f"never[{index}]", _forbidden_event(step.pattern(never=True), seen)
 
 
 def _cases() -> Iterator[Any]:

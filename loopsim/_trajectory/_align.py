@@ -110,13 +110,22 @@ def check_trajectory(spec: Trajectory, steps: Sequence[TrajectoryStep]) -> list[
     scoped = _scope(spec, steps)
     if not spec.per_iteration:
         return _check_part(spec, scoped, "")
-    iterations = sorted({s.iteration for s in scoped if s.iteration is not None})
-    if not iterations:
+    # one group per iteration as it ran: a second run's iteration 1 is a group of its own
+    groups: list[list[TrajectoryStep]] = []
+    current: int | None = None
+    for step in scoped:
+        if step.iteration is None:
+            continue
+        if step.iteration != current or not groups:
+            groups.append([])
+            current = step.iteration
+        groups[-1].append(step)
+    if not groups:
         return ["per_iteration: the run had no loop iteration to check"]
     problems: list[str] = []
-    for number in iterations:
-        part = [s for s in scoped if s.iteration == number]
-        problems += _check_part(spec, part, f"in iteration {number}: ")
+    for part in groups:
+        head = part[0]
+        problems += _check_part(spec, part, f"in iteration {head.iteration} (t={head.time:g}s): ")
     return problems
 
 
