@@ -20,7 +20,7 @@ from loopsim._scenario._check import Seen, check_block
 from loopsim._scenario._run import execute
 from loopsim._scenario._schema import STOP_REASONS, TASK_STATUSES, RangeSpec, StepExpect
 from loopsim._trace import Event
-from loopsim._trajectory import Equals, StepPattern, Trajectory, TrajectoryStep
+from loopsim._trajectory import Equals, HostMark, StepPattern, Trajectory, TrajectoryStep
 
 
 def _without(seen: Seen, step: TrajectoryStep) -> Seen:
@@ -66,7 +66,8 @@ def _trajectory_mutation(spec: Trajectory, seen: Seen) -> Seen:
 
 
 def _forbidden_event(pattern: StepPattern, seen: Seen) -> Seen:
-    """The outcome with one call of the forbidden tool (made without approval) added."""
+    """The outcome with one call of the forbidden tool added: asked for by the model, then
+    (when the step names an approved call) approved by the host, then made."""
     name = pattern.fields["tool"]
     assert isinstance(name, Equals), "a shipped never: step names its tool exactly"
     args = {k: m.value for k, m in (pattern.args or {}).items() if isinstance(m, Equals)}
@@ -78,9 +79,16 @@ def _forbidden_event(pattern: StepPattern, seen: Seen) -> Seen:
         "name": name.value,
         "arguments": args,
     }
-    return dataclasses.replace(
-        seen, events=[*seen.events, Event(last.seq + 1, last.time, "tool_call", data)]
-    )
+    call = {"type": "function_call", "call_id": "planted-call", "name": name.value}
+    ask = Event(last.seq + 1, last.time, "model_response", {
+        "agent": data["agent"], "messages": [{"role": "assistant", "contents": [call]}],
+    })  # fmt: skip
+    made = Event(last.seq + 2, last.time, "tool_call", data)
+    approved = pattern.fields.get("approved")
+    hosts = list(seen.hosts)
+    if isinstance(approved, Equals) and approved.value is True:
+        hosts.append(HostMark(len(seen.events) + 1, last.time, "approve", approved=True))
+    return dataclasses.replace(seen, events=[*seen.events, ask, made], hosts=hosts)
 
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.loopsim.yaml"))

@@ -22,8 +22,8 @@ __all__ = ["PATTERN_KEYS", "StepPattern", "TrajectorySpecError", "pattern_of"]
 
 #: The keys a step may use, per kind (besides by, after, at_most, at_least).
 FIELDS: dict[str, tuple[str, ...]] = {
-    "tool": ("tool", "agent", "iteration", "args", "approved"),
-    "says": ("says", "agent", "iteration"),
+    "tool": ("tool", "agent", "iteration", "args", "result", "approved", "sent", "messages"),
+    "says": ("says", "sent", "messages", "agent", "iteration"),
     "task": ("task", "status", "agent", "iteration"),
     "host": ("host", "approved"),
 }

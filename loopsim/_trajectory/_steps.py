@@ -2,9 +2,12 @@
 
 Four kinds of step, each with its virtual time, agent and loop iteration:
 
-- ``tool``: a tool call (``tool_call`` event): its name, arguments and whether the host
-  approved it;
-- ``says``: a model turn that answered with text (``model_response`` with text);
+- ``tool``: a tool call (``tool_call`` event): its name, arguments, result (from its
+  ``tool_result``), whether the host approved it, and what the request that asked for
+  it sent (``sent``, ``messages``, as for ``says``);
+- ``says``: a model turn that answered with text (``model_response`` with text), with
+  what its request sent (``sent``: the messages after the model's last answer, as
+  ``role(author): text`` lines; ``messages``: how many the request held);
 - ``task``: a background task's status change (``task_status``; repeats collapsed);
 - ``host``: a host call of a scenario (``run``, ``advance``, ``approve``, ``restart``,
   ``release_session``); on a bare transcript only ``restart`` is known (``process_restart``).
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ._matchers import show
@@ -62,9 +65,16 @@ class TrajectoryStep:
     #: the tool's name (``tool``) or the host step's (``host``)
     name: str | None = None
     args: Mapping[str, Any] | None = None
+    #: ``tool``: what the call returned (the text the model read), once it returned
+    result: Any = None
     #: ``tool``: whether the host approved the call; ``host`` approve: the answer given
     approved: bool | None = None
     text: str | None = None
+    #: ``says`` and ``tool``: the messages of the request that got this answer (or asked
+    #: for this call) after the model's last answer, one line each (``user(reviewer):
+    #: text``), and how many messages the request held in all
+    sent: str | None = None
+    messages: int | None = None
     task: int | None = None
     status: str | None = None
     #: the index of the event it came from (of the next event, for a host step)
@@ -76,9 +86,12 @@ class TrajectoryStep:
             "tool": self.name if self.kind == "tool" else None,
             "host": self.name if self.kind == "host" else None,
             "says": self.text,
+            "sent": self.sent,
+            "messages": self.messages,
             "agent": self.agent,
             "iteration": self.iteration,
             "approved": self.approved,
+            "result": self.result,
             "task": self.task,
             "status": self.status,
         }[key]
@@ -88,7 +101,8 @@ class TrajectoryStep:
         if self.kind == "tool":
             args = show(dict(self.args or {}), 70)
             approval = " (approved)" if self.approved else ""
-            return f"tool {self.name}({args}){approval}"
+            result = "" if self.result is None else f" = {show(self.result, 50)}"
+            return f"tool {self.name}({args}){approval}{result}"
         if self.kind == "says":
             return f"says {show(self.text, 70)}"
         if self.kind == "task":
@@ -134,6 +148,25 @@ def _text_of(messages: Any) -> str:
     return "\n".join(t for t in texts if t)
 
 
+def _line(message: Any) -> str:
+    role = _get(message, "role") or "?"
+    author = _get(message, "author_name")
+    parts = [
+        str(_get(c, "text", ""))
+        for c in _get(message, "contents", ()) or ()
+        if _get(c, "type") == "text"
+    ]
+    who = f"{role}({author})" if author else str(role)
+    return f"{who}: {''.join(parts)}"
+
+
+def _request(messages: Any) -> tuple[str, int]:
+    """(the messages after the last assistant one, one line each; how many in all)."""
+    listed = list(messages or ())
+    last = max((i for i, m in enumerate(listed) if _get(m, "role") == "assistant"), default=-1)
+    return "\n".join(_line(m) for m in listed[last + 1 :]), len(listed)
+
+
 def _arguments(value: Any) -> Mapping[str, Any]:
     if isinstance(value, str):  # some clients keep arguments as their JSON text
         try:
@@ -155,6 +188,9 @@ def trajectory_of(
     paused: list[int] = []  # positions of approval_pending stops (bare transcripts)
     approvals: list[int] = []  # positions of approve: true host steps
     last_status: dict[Any, str] = {}
+    calls: dict[tuple[Any, Any], int] = {}  # (agent, call id) -> index of its tool step
+    requests: dict[Any, tuple[str | None, int | None]] = {}  # agent -> its latest request
+    turn_of: dict[tuple[Any, Any], tuple[str | None, int | None]] = {}  # call -> its request
     next_mark = 0
 
     def iteration() -> int | None:
@@ -181,21 +217,38 @@ def trajectory_of(
             active.pop(str(data.get("loop")), None)
             if data.get("reason") == "approval_pending":
                 paused.append(position)
+        elif kind == "model_request":
+            requests[agent] = _request(data.get("messages"))
         elif kind == "model_response":
             for _, content in _contents(data.get("messages")):
                 if _get(content, "type") == "function_call":
                     asked[agent, _get(content, "call_id")] = position
+                    turn_of[agent, _get(content, "call_id")] = requests.get(agent, (None, None))
             text = _text_of(data.get("messages"))
             if text:
+                sent, count = requests.get(agent, (None, None))
                 steps.append(
                     TrajectoryStep(
-                        "says", event.time, agent, iteration(), text=text, position=position
+                        "says",
+                        event.time,
+                        agent,
+                        iteration(),
+                        text=text,
+                        sent=sent,
+                        messages=count,
+                        position=position,
                     )
                 )
+        elif kind == "tool_result":
+            at = calls.pop((agent, data.get("call_id")), None)
+            if at is not None:
+                steps[at] = replace(steps[at], result=data.get("result"))
         elif kind == "tool_call":
+            calls[agent, data.get("call_id")] = len(steps)
             ask = asked.get((agent, data.get("call_id")))
             between = paused if hosts is None else approvals
             approved = ask is not None and any(ask < p <= position for p in between)
+            sent, count = turn_of.get((agent, data.get("call_id")), (None, None))
             steps.append(
                 TrajectoryStep(
                     "tool",
@@ -205,6 +258,8 @@ def trajectory_of(
                     name=data.get("name"),
                     args=_arguments(data.get("arguments")),
                     approved=approved,
+                    sent=sent,
+                    messages=count,
                     position=position,
                 )
             )

@@ -86,12 +86,15 @@ class StepPatternSpec(StrictModel):
 
     tool: MatcherValue = None
     says: MatcherValue = None
+    sent: MatcherValue = None
+    messages: MatcherValue = None
     task: MatcherValue = None
     host: MatcherValue = None
     status: MatcherValue = None
     agent: MatcherValue = None
     iteration: MatcherValue = None
     args: dict[Name, MatcherValue] | None = None
+    result: MatcherValue = None
     approved: Flag | None = None
     by: Seconds | None = None
     after: Seconds | None = None
