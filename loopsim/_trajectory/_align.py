@@ -1,7 +1,8 @@
 """Holding a run's trajectory to an expected one, and the aligned table a failure shows.
 
-Modes (the run's steps are compared only on the kinds of step the expectation names: a
-trajectory of tool steps is held against the run's tool calls alone):
+Modes (the run's steps compared are its tool, says and task steps, plus its host steps
+when the expectation names one; ``kinds:`` narrows them, e.g. ``kinds: [tool]`` holds a
+trajectory to the run's tool calls alone):
 
 - ``exact``: the same steps in the same order, no more, no fewer;
 - ``in_order``: the expected steps appear in this order, other steps may come between;
@@ -22,12 +23,12 @@ from itertools import zip_longest
 from typing import Any
 
 from ._patterns import StepPattern, TrajectorySpecError, pattern_of
-from ._steps import TrajectoryStep
+from ._steps import KINDS, TrajectoryStep
 
 __all__ = ["MODES", "Trajectory", "check_never", "check_trajectory", "spec_of"]
 
 MODES = ("exact", "in_order", "any_order", "subset", "superset")
-_SPEC_KEYS = ("mode", "steps", "agent", "per_iteration", "by", "after")
+_SPEC_KEYS = ("mode", "steps", "agent", "per_iteration", "by", "after", "kinds")
 MAX_ROWS = 30
 LEFT = 46
 
@@ -42,6 +43,15 @@ class Trajectory:
     per_iteration: bool = False
     by: float | None = None
     after: float | None = None
+    #: the kinds of step compared (None: tool, says, task, and host when a step names it)
+    kinds: tuple[str, ...] | None = None
+
+    @property
+    def compared(self) -> frozenset[str]:
+        if self.kinds is not None:
+            return frozenset(self.kinds)
+        named = {p.kind for p in self.steps}
+        return frozenset({"tool", "says", "task"} | ({"host"} & named))
 
     @property
     def ordered(self) -> tuple[StepPattern, ...]:
@@ -85,7 +95,18 @@ def spec_of(raw: Any, *, mode: str | None = None) -> Trajectory:
     agent = given.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise TrajectorySpecError("expected an agent name", ("agent",))
-    return Trajectory(tuple(patterns), chosen, agent, per_iteration, **bounds)
+    kinds = given.get("kinds")
+    if kinds is not None:
+        if (
+            isinstance(kinds, str)
+            or not isinstance(kinds, Sequence)
+            or not kinds
+            or any(k not in KINDS for k in kinds)
+        ):
+            msg = f"expected a list of step kinds ({', '.join(KINDS)})"
+            raise TrajectorySpecError(msg, ("kinds",))
+        kinds = tuple(kinds)
+    return Trajectory(tuple(patterns), chosen, agent, per_iteration, **bounds, kinds=kinds)
 
 
 def _pattern(step: Any, index: int) -> StepPattern:
@@ -133,7 +154,7 @@ def _check_part(spec: Trajectory, scoped: Sequence[TrajectoryStep], prefix: str)
     problems: list[str] = []
     ordered = spec.ordered
     if ordered:
-        kinds = {p.kind for p in ordered}
+        kinds = spec.compared
         actual = [s for s in scoped if s.kind in kinds]
         problem = _MODES[spec.mode](ordered, actual)
         if problem is not None:
@@ -243,7 +264,11 @@ def _in_order(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep])
         return None
     pattern = expected[missing]
     near = _nearest(pattern, actual[cursor:])
-    reason = "no later step of that kind" if near is None else f"nearest: {near}"
+    if near is not None:
+        reason = f"nearest: {near}"
+    else:
+        earlier = _nearest(pattern, [s for j, s in enumerate(actual) if j not in matched])
+        reason = "no later step of that kind" + ("" if earlier is None else f"; earlier: {earlier}")
     rows: list[tuple[str, str, str]] = []
     for j, step in enumerate(actual):
         if j == cursor:

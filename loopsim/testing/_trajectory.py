@@ -61,14 +61,16 @@ def assert_trajectory(
     per_iteration: bool = False,
     by: float | None = None,
     after: float | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> None:
     """Fail (``AssertionError`` with the aligned table) unless the run took ``steps``.
 
     The steps are the mappings of the scenario format's ``trajectory:`` (values may be
     matcher objects: :class:`Contains`, :class:`Regex`, :class:`Anything`,
     :class:`Between`, :class:`OneOf`, :class:`Equals`); ``mode`` is ``exact``,
-    ``in_order``, ``any_order``, ``subset`` or ``superset``. A step written wrong raises
-    ``ValueError`` naming it (``steps.1.args.symbol: ...``).
+    ``in_order``, ``any_order``, ``subset`` or ``superset``; the run's tool, says and task
+    steps are compared (and host steps, when one is named), or only ``kinds``. A step
+    written wrong raises ``ValueError`` naming it (``steps.1.args.symbol: ...``).
 
     Example:
         result = loopsim.run_scenario("scenarios/tool_calls.loopsim.yaml")
@@ -82,6 +84,7 @@ def assert_trajectory(
             "per_iteration": per_iteration,
             "by": by,
             "after": after,
+            "kinds": kinds,
         }
     )
     problems = check_trajectory(spec, steps_of(transcript_or_result))

@@ -129,13 +129,9 @@ class TrajectorySpec(StrictModel):
     per_iteration: Flag = False
     by: Seconds | None = None
     after: Seconds | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _short(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return {"steps": value}
-        return value
+    #: the kinds of the run's steps compared (default: tool, says, task, and host when a
+    #: step names one)
+    kinds: list[Literal["tool", "says", "task", "host"]] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _window(self) -> TrajectorySpec:
@@ -155,6 +151,7 @@ class TrajectorySpec(StrictModel):
             self.per_iteration,
             self.by,
             self.after,
+            None if self.kinds is None else tuple(self.kinds),
         )
 
 
