@@ -293,7 +293,8 @@ def _nearest(pattern: StepPattern, actual: Sequence[TrajectoryStep]) -> str | No
     same_kind = [s for s in actual if s.kind == pattern.kind]
     alike = [s for s in same_kind if head is not None and head.matches(s.field(pattern.kind))]
     for step in alike or same_kind:
-        return f"{step.where()} {step.render()}: {pattern.mismatch(step)}"
+        why = pattern.mismatch(step) or "it matches, but comes before the step it must follow"
+        return f"{step.where()} {step.render()}: {why}"
     return None
 
 
