@@ -38,9 +38,10 @@ import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
+import bench_trajectory  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording")
+SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording", "trajectory")
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -215,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += bench_recording.run(
             (10, 100) if quick else (10, 100, 1000), repeat=3 if quick else 5, log=log
         )
+    if "trajectory" in args.sections:
+        print("trajectory ...", flush=True)
+        rows += bench_trajectory.run(repeat=3 if quick else 7, log=log)
     info = machine()
     cells = table(rows)
     print()

@@ -4,6 +4,7 @@ made without its approval; ``assert_trajectory`` works on results and transcript
 
 from __future__ import annotations
 
+import html
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -392,3 +393,16 @@ def test_a_trajectory_written_wrong_is_a_located_error(block: str, where: str, s
     assert message.startswith(f"x.loopsim.yaml:{TRADER.count(chr(10)) + 1}:"), message
     assert where in message
     assert said in message
+
+
+def test_the_html_report_shows_the_whole_aligned_table() -> None:
+    from loopsim._report import build_report, entry_from_result  # noqa: PLC0415
+
+    text = BACKGROUND + "  trajectory: {mode: exact, steps: [{tool: {any: true}}]}\n"
+    result = _run(text)
+    (failure,) = [f.render(result.path) for f in result.failures]
+    page = build_report([entry_from_result(result)])
+    rows = failure.splitlines()
+    assert len(failure) > 2000  # longer than any other kind of failure is shown
+    for row in rows[1:]:  # every row of the table, escaped as HTML
+        assert html.escape(row, quote=True).strip() in page

@@ -161,10 +161,15 @@ def _line(message: Any) -> str:
 
 
 def _request(messages: Any) -> tuple[str, int]:
-    """(the messages after the last assistant one, one line each; how many in all)."""
-    listed = list(messages or ())
-    last = max((i for i, m in enumerate(listed) if _get(m, "role") == "assistant"), default=-1)
-    return "\n".join(_line(m) for m in listed[last + 1 :]), len(listed)
+    """(the messages after the last assistant one, one line each; how many in all).
+
+    Read from the end: a long run's requests carry its whole history."""
+    listed = messages if isinstance(messages, Sequence) else list(messages or ())
+    count = len(listed)
+    start = count
+    while start > 0 and _get(listed[start - 1], "role") != "assistant":
+        start -= 1
+    return "\n".join(_line(listed[i]) for i in range(start, count)), count
 
 
 def _arguments(value: Any) -> Mapping[str, Any]:
