@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import loopsim
+from loopsim._report import build_report, entry_from_result
 from loopsim._scenario import load_scenario_text
 from loopsim.testing import (
     Anything,
@@ -396,8 +397,6 @@ def test_a_trajectory_written_wrong_is_a_located_error(block: str, where: str, s
 
 
 def test_the_html_report_shows_the_whole_aligned_table() -> None:
-    from loopsim._report import build_report, entry_from_result  # noqa: PLC0415
-
     text = BACKGROUND + "  trajectory: {mode: exact, steps: [{tool: {any: true}}]}\n"
     result = _run(text)
     (failure,) = [f.render(result.path) for f in result.failures]
