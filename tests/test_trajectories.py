@@ -405,3 +405,35 @@ def test_the_html_report_shows_the_whole_aligned_table() -> None:
     assert len(failure) > 2000  # longer than any other kind of failure is shown
     for row in rows[1:]:  # every row of the table, escaped as HTML
         assert html.escape(row, quote=True).strip() in page
+
+
+STEPWISE = """\
+version: 1
+agents:
+  ops:
+    script:
+      - tool_call: {name: look, arguments: {}}
+      - approval_request: {name: delete_file, arguments: {path: /tmp/x}}
+      - reply: deleted DONE
+    tools:
+      look: {result: a file}
+      delete_file: {result: deleted, approval_required: true}
+parent: {agent: ops}
+loop:
+  evaluators: [completion_marker]
+steps:
+  - run: clean up
+    expect:
+      trajectory: {mode: exact, kinds: [tool], steps: [{tool: look}]}
+  - approve: true
+    expect:
+      trajectory: {mode: exact, kinds: [tool], steps: [{tool: STEP_TWO, approved: true}]}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_steps_own_trajectory_sees_only_what_that_step_did(engine: str) -> None:
+    assert _run(STEPWISE.replace("STEP_TWO", "delete_file"), engine).failures == []
+    (failure,) = _run(STEPWISE.replace("STEP_TWO", "look"), engine).failures
+    assert failure.location == "steps[1].expect.trajectory"
+    assert 'tool: expected "look", got "delete_file"' in failure.message
