@@ -53,7 +53,7 @@ def steps_of(source: Any) -> list[TrajectoryStep]:
 
 
 def assert_trajectory(
-    transcript_or_result: Any,
+    result_or_transcript: Any,
     steps: Sequence[Any],
     *,
     mode: str = "in_order",
@@ -87,16 +87,16 @@ def assert_trajectory(
             "kinds": kinds,
         }
     )
-    problems = check_trajectory(spec, steps_of(transcript_or_result))
+    problems = check_trajectory(spec, steps_of(result_or_transcript))
     if problems:
         raise AssertionError("\n".join(problems))
 
 
-def assert_never(transcript_or_result: Any, steps: Sequence[Any]) -> None:
+def assert_never(result_or_transcript: Any, steps: Sequence[Any]) -> None:
     """Fail unless the run took none of ``steps`` (the ``never:`` of scenario files), e.g.
     ``[{"tool": "place_order", "approved": False}]``: a call made without its approval."""
     patterns = [_forbidden(step, index) for index, step in enumerate(steps)]
-    found = check_never(patterns, steps_of(transcript_or_result))
+    found = check_never(patterns, steps_of(result_or_transcript))
     if found:
         raise AssertionError("\n".join(f"steps[{i}]: {m}" for i, m in found))
 
