@@ -157,6 +157,14 @@ BUGS = (
         scenario="ai_judge",
         key="expect.trajectory",
     ),
+    Bug(
+        "the judge's verdict is read the wrong way round",
+        f"{V}:AIJudgeLoopEvaluator.evaluate",
+        "answered = verdict.answered",
+        "answered = not verdict.answered",
+        scenario="ai_judge",
+        key="expect.trajectory",
+    ),
     # -- the agent's tool loop -------------------------------------------------------------
     Bug(
         "a tool that needs approval runs without it",
