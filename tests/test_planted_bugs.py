@@ -252,9 +252,9 @@ def test_a_shipped_scenario_catches_the_planted_bug(
     owner, name, planted = _mutant(bug)
     monkeypatch.setattr(owner, name, planted)
     caught = _locations(bug.scenario)
-    assert any(loc == bug.key or loc.startswith(f"{bug.key} ") for loc in caught), (
-        f"{bug.scenario} did not catch {bug.name!r} at {bug.key} (failures at: {caught})"
-    )
+    assert any(
+        loc == bug.key or loc.startswith((f"{bug.key} ", f"{bug.key}.")) for loc in caught
+    ), f"{bug.scenario} did not catch {bug.name!r} at {bug.key} (failures at: {caught})"
 
 
 @pytest.mark.parametrize("bug", [b for b in BUGS if b.scenario is None], ids=lambda b: b.name)

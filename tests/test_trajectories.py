@@ -435,5 +435,22 @@ steps:
 def test_a_steps_own_trajectory_sees_only_what_that_step_did(engine: str) -> None:
     assert _run(STEPWISE.replace("STEP_TWO", "delete_file"), engine).failures == []
     (failure,) = _run(STEPWISE.replace("STEP_TWO", "look"), engine).failures
-    assert failure.location == "steps[1].expect.trajectory"
+    assert failure.location == "steps[1].expect.trajectory.steps[0]"
     assert 'tool: expected "look", got "delete_file"' in failure.message
+
+
+def test_a_failure_points_at_the_line_of_the_expected_step_at_fault() -> None:
+    text = TRADER + (
+        "  trajectory:\n"
+        "    steps:\n"
+        "      - {tool: get_quote}\n"
+        "      - {tool: get_news, args: {symbol: AAPL}}\n"
+        "      - {says: {any: true}}\n"
+    )
+    result = _run(text)
+    (failure,) = result.failures
+    assert failure.location == "expect.trajectory.steps[1]"
+    assert (
+        failure.line
+        == text.splitlines().index("      - {tool: get_news, args: {symbol: AAPL}}") + 1
+    )

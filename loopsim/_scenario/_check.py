@@ -14,7 +14,7 @@ from typing import Any
 from .._files import safe_file_stem, write_atomic
 from .._invariants import check_invariants
 from .._trace import Event
-from .._trajectory import HostMark, TrajectoryStep, check_never, check_trajectory, trajectory_of
+from .._trajectory import HostMark, TrajectoryStep, check_never, trajectory_of, trajectory_problems
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
@@ -286,8 +286,9 @@ def _check_trajectories(expect: StepExpect, seen: Seen, fail: Any) -> None:
         return
     steps = seen.trajectory()
     for loc, spec in specs:
-        for problem in check_trajectory(spec.trajectory(), steps):
-            fail(loc, problem)
+        for at, problem in trajectory_problems(spec.trajectory(), steps):
+            # the line of the expected step at fault, when one is
+            fail(loc if at is None else (*loc, "steps", at), problem)
     never = [p.pattern(never=True) for p in expect.never or ()]
     for index, problem in check_never(never, steps):
         fail(("expect", "never", index), problem)

@@ -5,7 +5,7 @@ This layer reads events (a live trace or a transcript); it knows nothing of scen
 files, which build their expectations from it.
 """
 
-from ._align import MODES, Trajectory, check_never, check_trajectory, spec_of
+from ._align import MODES, Trajectory, check_never, check_trajectory, spec_of, trajectory_problems
 from ._matchers import (
     MATCHER_KEYS,
     Anything,
@@ -42,4 +42,5 @@ __all__ = [
     "pattern_of",
     "spec_of",
     "trajectory_of",
+    "trajectory_problems",
 ]

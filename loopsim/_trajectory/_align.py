@@ -25,7 +25,14 @@ from typing import Any
 from ._patterns import StepPattern, TrajectorySpecError, pattern_of
 from ._steps import KINDS, TrajectoryStep
 
-__all__ = ["MODES", "Trajectory", "check_never", "check_trajectory", "spec_of"]
+__all__ = [
+    "MODES",
+    "Trajectory",
+    "check_never",
+    "check_trajectory",
+    "spec_of",
+    "trajectory_problems",
+]
 
 MODES = ("exact", "in_order", "any_order", "subset", "superset")
 _SPEC_KEYS = ("mode", "steps", "agent", "per_iteration", "by", "after", "kinds")
@@ -128,6 +135,14 @@ def _scope(spec: Trajectory, steps: Sequence[TrajectoryStep]) -> list[Trajectory
 
 def check_trajectory(spec: Trajectory, steps: Sequence[TrajectoryStep]) -> list[str]:
     """Every way ``steps`` (a run's trajectory) fails ``spec``, one message each."""
+    return [message for _, message in trajectory_problems(spec, steps)]
+
+
+def trajectory_problems(
+    spec: Trajectory, steps: Sequence[TrajectoryStep]
+) -> list[tuple[int | None, str]]:
+    """(index of the expected step at fault, or None; message) for each way ``steps``
+    fails ``spec`` — the index lets a scenario file point at that step's line."""
     scoped = _scope(spec, steps)
     if not spec.per_iteration:
         return _check_part(spec, scoped, "")
@@ -142,23 +157,27 @@ def check_trajectory(spec: Trajectory, steps: Sequence[TrajectoryStep]) -> list[
             current = step.iteration
         groups[-1].append(step)
     if not groups:
-        return ["per_iteration: the run had no loop iteration to check"]
-    problems: list[str] = []
+        return [(None, "per_iteration: the run had no loop iteration to check")]
+    problems: list[tuple[int | None, str]] = []
     for part in groups:
         head = part[0]
         problems += _check_part(spec, part, f"in iteration {head.iteration} (t={head.time:g}s): ")
     return problems
 
 
-def _check_part(spec: Trajectory, scoped: Sequence[TrajectoryStep], prefix: str) -> list[str]:
-    problems: list[str] = []
+def _check_part(
+    spec: Trajectory, scoped: Sequence[TrajectoryStep], prefix: str
+) -> list[tuple[int | None, str]]:
+    problems: list[tuple[int | None, str]] = []
     ordered = spec.ordered
     if ordered:
         kinds = spec.compared
         actual = [s for s in scoped if s.kind in kinds]
         problem = _MODES[spec.mode](ordered, actual)
         if problem is not None:
-            problems.append(prefix + problem)
+            at, message = problem
+            where = [i for i, p in enumerate(spec.steps) if not p.counting]
+            problems.append((None if at is None else where[at], prefix + message))
     for index, pattern in enumerate(spec.steps):
         if not pattern.counting:
             continue
@@ -171,10 +190,8 @@ def _check_part(spec: Trajectory, scoped: Sequence[TrajectoryStep], prefix: str)
                 else (f"at least {low}" if low is not None else f"at most {high}")
             )
             shown = "".join(f"\n      {s.where():<22} {s.render()}" for s in hits[:MAX_ROWS])
-            problems.append(
-                f"{prefix}steps[{index}]: expected {bound} step(s) matching "
-                f"{pattern.render()}, got {len(hits)}{shown}"
-            )
+            said = f"{prefix}steps[{index}]: expected {bound} step(s) matching {pattern.render()}"
+            problems.append((index, f"{said}, got {len(hits)}{shown}"))
     return problems
 
 
@@ -193,6 +210,10 @@ def check_never(
 
 
 # -- the modes and their tables --------------------------------------------------------------
+
+#: a mode's verdict: None when it holds, else (expected step at fault or None, message)
+_Found = tuple[int | None, str] | None
+_Mode = Callable[[Sequence[StepPattern], Sequence[TrajectoryStep]], _Found]
 
 
 def _actual(step: TrajectoryStep | None) -> str:
@@ -223,9 +244,10 @@ def _label(index: int, pattern: StepPattern) -> str:
     return f"{index + 1}. {pattern.render()}"
 
 
-def _exact(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> str | None:
+def _exact(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> _Found:
     rows: list[tuple[str, str, str]] = []
     first: str | None = None
+    at: int | None = None
     for index, (pattern, step) in enumerate(zip_longest(expected, actual)):
         reason = None
         if pattern is None:
@@ -237,15 +259,16 @@ def _exact(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) ->
         left = "" if pattern is None else _label(index, pattern)
         if reason is not None and first is None:
             first = f"step {index + 1}: {reason}"
+            at = index if pattern is not None else None
             rows.append((">>", left, _actual(step)))
         else:
             rows.append(("" if reason is None else "!=", left, _actual(step)))
     if first is None:
         return None
-    return f"trajectory (exact) does not match at {first}\n{_table(rows)}"
+    return at, f"trajectory (exact) does not match at {first}\n{_table(rows)}"
 
 
-def _in_order(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> str | None:
+def _in_order(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> _Found:
     # Greedy: matching each expected step to the earliest fitting actual step never loses a
     # subsequence match a later choice would have found.
     matched: dict[int, int] = {}  # actual index -> expected index
@@ -281,7 +304,7 @@ def _in_order(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep])
         ("", _label(i, expected[i]), "(not reached)") for i in range(missing + 1, len(expected))
     ]
     after = f" after step {missing}" if missing else ""
-    return (
+    return missing, (
         f"trajectory (in_order) does not match: expected step {missing + 1} "
         f"({pattern.render()}) was not found{after}; {reason}\n{_table(rows)}"
     )
@@ -318,13 +341,11 @@ def _pairing(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) 
     return owner
 
 
-def _unordered(
-    mode: str,
-) -> Callable[[Sequence[StepPattern], Sequence[TrajectoryStep]], str | None]:
+def _unordered(mode: str) -> _Mode:
     want_all_expected = mode in ("any_order", "superset")
     want_all_actual = mode in ("any_order", "subset")
 
-    def check(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> str | None:
+    def check(expected: Sequence[StepPattern], actual: Sequence[TrajectoryStep]) -> _Found:
         owner = _pairing(expected, actual)
         used = set(owner.values())
         missing = [i for i in range(len(expected)) if i not in used] if want_all_expected else []
@@ -358,12 +379,13 @@ def _unordered(
             said.append(f"{len(missing)} expected step(s) not taken (first: step {missing[0] + 1})")
         if extra:
             said.append(f"{len(extra)} step(s) taken that were not expected")
-        return f"trajectory ({mode}) does not match: {'; '.join(said)}\n{_table(rows)}"
+        at = missing[0] if missing else None
+        return at, f"trajectory ({mode}) does not match: {'; '.join(said)}\n{_table(rows)}"
 
     return check
 
 
-_MODES: dict[str, Callable[[Sequence[StepPattern], Sequence[TrajectoryStep]], str | None]] = {
+_MODES: dict[str, _Mode] = {
     "exact": _exact,
     "in_order": _in_order,
     "any_order": _unordered("any_order"),
