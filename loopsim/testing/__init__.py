@@ -1,5 +1,7 @@
 """Testing helpers for loopsim users: Hypothesis strategies, the eight invariants, the
-evaluator checker, and a syrupy extension for transcript snapshots.
+evaluator checker, trajectory assertions (``assert_trajectory``, ``assert_never``, the
+matchers, ``trajectories``; docs/trajectories.md), and a syrupy extension for transcript
+snapshots.
 
 Example (syrupy, which ``pip install 'loopsim[test]'`` brings; the rest needs only
 loopsim):
