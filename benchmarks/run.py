@@ -39,6 +39,7 @@ import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
+import bench_trajectory  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
 SECTIONS = (
@@ -51,6 +52,7 @@ SECTIONS = (
     "af",
     "recording",
     "faults",
+    "trajectory",
 )
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
@@ -229,6 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "faults" in args.sections:
         print("faults ...", flush=True)
         rows += bench_faults.run(20, repeat=5 if quick else 21, log=log)
+    if "trajectory" in args.sections:
+        print("trajectory ...", flush=True)
+        rows += bench_trajectory.run(repeat=3 if quick else 7, log=log)
     info = machine()
     cells = table(rows)
     print()

@@ -20,6 +20,76 @@ from loopsim._scenario._check import Seen, check_block
 from loopsim._scenario._run import execute
 from loopsim._scenario._schema import STOP_REASONS, TASK_STATUSES, RangeSpec, StepExpect
 from loopsim._trace import Event
+from loopsim._trajectory import Equals, HostMark, StepPattern, Trajectory, TrajectoryStep
+
+
+def _without(seen: Seen, step: TrajectoryStep) -> Seen:
+    """The outcome without one step the run took (its event, or its host step)."""
+    if step.kind == "host":
+        hosts = [h for h in seen.hosts if (h.position, h.name) != (step.position, step.name)]
+        return dataclasses.replace(seen, hosts=hosts)
+    events = [e for i, e in enumerate(seen.events) if i != step.position]
+    return dataclasses.replace(seen, events=events)
+
+
+def _twice(seen: Seen, step: TrajectoryStep) -> Seen:
+    """The outcome with one step the run took taken once more (its event repeated)."""
+    if step.kind == "host":
+        extra = next(h for h in seen.hosts if h.position == step.position and h.name == step.name)
+        return dataclasses.replace(seen, hosts=[*seen.hosts, extra])
+    event = seen.events[step.position]
+    if step.kind == "task":  # a repeated status collapses: go elsewhere and come back
+        other = dataclasses.replace(event, data={**event.data, "status": "lost"})
+        if event.data.get("status") == "lost":
+            other = dataclasses.replace(event, data={**event.data, "status": "failed"})
+        return dataclasses.replace(seen, events=[*seen.events, other, event])
+    return dataclasses.replace(seen, events=[*seen.events, event])
+
+
+def _trajectory_mutation(spec: Trajectory, seen: Seen) -> Seen:
+    """A change of the run the trajectory must catch: a step it names dropped (or, for
+    ``subset``, which allows fewer, taken once more); a counted step pushed past its bound."""
+    steps = seen.trajectory()
+    ordered = spec.ordered
+    if ordered:
+        first = next(s for s in steps if ordered[0].mismatch(s) is None)
+        return _twice(seen, first) if spec.mode == "subset" else _without(seen, first)
+    counted = spec.steps[0]
+    hits = [s for s in steps if counted.mismatch(s) is None]
+    if counted.at_least is not None:
+        for hit in reversed(hits):
+            seen = _without(seen, hit)
+        return seen
+    for _ in range((counted.at_most or 0) + 1 - len(hits) + 1):
+        seen = _twice(seen, hits[0])
+    return seen
+
+
+def _forbidden_event(pattern: StepPattern, seen: Seen) -> Seen:
+    """The outcome with one call of the forbidden tool added: asked for by the model, then
+    (when the step names an approved call) approved by the host, then made."""
+    name = pattern.fields["tool"]
+    assert isinstance(name, Equals), "a shipped never: step names its tool exactly"
+    args = {k: m.value for k, m in (pattern.args or {}).items() if isinstance(m, Equals)}
+    last = seen.events[-1]
+    agent = pattern.fields.get("agent")
+    data = {
+        "agent": agent.value if isinstance(agent, Equals) else "someone",
+        "call_id": "planted-call",
+        "name": name.value,
+        "arguments": args,
+    }
+    call = {"type": "function_call", "call_id": "planted-call", "name": name.value}
+    ask = Event(last.seq + 1, last.time, "model_response", {
+        "agent": data["agent"], "messages": [{"role": "assistant", "contents": [call]}],
+    })  # fmt: skip
+    made = Event(last.seq + 2, last.time, "tool_call", data)
+    approved = pattern.fields.get("approved")
+    hosts = list(seen.hosts)
+    if isinstance(approved, Equals) and approved.value is True:
+        hosts.append(HostMark(len(seen.events) + 1, last.time, "approve", approved=True))
+    return dataclasses.replace(seen, events=[*seen.events, ask, made], hosts=hosts)
+
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.loopsim.yaml"))
 CHECKING_KEYS = (
@@ -35,6 +105,9 @@ CHECKING_KEYS = (
     "surfaced",
     "error",
     "safety",
+    "trajectory",
+    "trajectories",
+    "never",
 )
 
 
@@ -116,6 +189,12 @@ def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
         yield "error", change(seen, error=None)
     for index, oracle in enumerate(expect.safety or ()):
         yield f"safety[{index}]", _break(oracle, seen)
+    if expect.trajectory is not None:
+        yield "trajectory", _trajectory_mutation(expect.trajectory.trajectory(), seen)
+    for index, spec in enumerate(expect.trajectories or ()):
+        yield f"trajectories[{index}]", _trajectory_mutation(spec.trajectory(), seen)
+    for index, step in enumerate(expect.never or ()):
+        yield f"never[{index}]", _forbidden_event(step.pattern(never=True), seen)
 
 
 def _break(oracle: str, seen: Seen) -> Seen:
@@ -156,7 +235,10 @@ def test_each_key_a_shipped_scenario_uses_catches_a_changed_outcome(path: Path) 
             used += 1
             caught = [f.location for f in check_block(loaded, expect, changed, (block,))]
             # other keys may see the same change (an extra lost event is a history too)
-            assert f"{block}.{key}" in caught, f"{block}.{key} did not catch its change"
+            # a trajectory failure points at its step inside the key (``.steps[2]``)
+            assert any(c == f"{block}.{key}" or c.startswith(f"{block}.{key}.") for c in caught), (
+                f"{block}.{key} did not catch its change"
+            )
     keys = {
         k for _, e in blocks if e is not None for k in CHECKING_KEYS if getattr(e, k) is not None
     }

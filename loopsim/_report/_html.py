@@ -32,6 +32,7 @@ __all__ = [
 MAX_TEXT = 300
 #: Byte budgets of a scenario's parts (UTF-8, after escaping); a list that would pass
 #: its budget stops there and says how many items it left out.
+FAILURE_CHARS = 6000  # one failing expectation, shown whole up to this size
 BUDGETS = {"failures": 30_000, "timeline": 40_000, "decisions": 30_000, "calls": 80_000}
 #: The most one scenario adds to the page, in bytes (UTF-8), whatever its transcript:
 #: the budgets above plus the bounded header, suite-table row and notes.
@@ -298,7 +299,8 @@ def _failures(entry: ReportEntry) -> str:
         return ""
     out = ["<div class='failures'><h3>Failing expectations</h3><ul>"]
     items, left_out = _fit(
-        (f"<li><pre>{_e(_clip(f, 1200))}</pre></li>" for f in entry.failures),
+        # room for a trajectory failure's aligned table (about 30 rows)
+        (f"<li><pre>{_e(_clip(f, FAILURE_CHARS))}</pre></li>" for f in entry.failures),
         BUDGETS["failures"] - 20_000,
     )
     out.extend(items)

@@ -15,6 +15,7 @@ from .._files import safe_file_stem, write_atomic
 from .._invariants import check_invariants
 from .._oracles import check_safety
 from .._trace import Event
+from .._trajectory import HostMark, TrajectoryStep, check_never, trajectory_of, trajectory_problems
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
@@ -81,6 +82,14 @@ class Seen:
     spans: Sequence[tuple[int, int, int]] = ()
     #: the final task statuses are known (the run ended), not only the recorded ones
     final: bool = False
+    #: the host steps taken so far, and the first event of the part looked at
+    hosts: Sequence[HostMark] = ()
+    first: int = 0
+
+    def trajectory(self) -> list[TrajectoryStep]:
+        """The steps taken in the part of the run looked at (from :attr:`first` on)."""
+        steps = trajectory_of(self.events, self.hosts)
+        return [s for s in steps if s.position >= self.first]
 
     @classmethod
     def at_end(cls, run: Execution) -> Seen:
@@ -98,6 +107,7 @@ class Seen:
             events=run.events,
             spans=outcome.spans,
             final=True,
+            hosts=outcome.hosts,
         )
 
     @classmethod
@@ -117,6 +127,10 @@ class Seen:
             error_step=index if snapshot.error is not None else None,
             events=events,
             spans=[span for span in run.outcome.spans if span[0] <= index],
+            hosts=[
+                h for h in run.outcome.hosts if h.index == index or h.position < snapshot.events
+            ],
+            first=snapshot.first,
         )
 
 
@@ -294,7 +308,26 @@ def check_block(
         spec = getattr(expect, key)
         if spec is not None:
             _check_text(key, spec, text, fail)
+    _check_trajectories(expect, seen, fail)
     return failures
+
+
+def _check_trajectories(expect: StepExpect, seen: Seen, fail: Any) -> None:
+    specs: list[tuple[tuple[str | int, ...], Any]] = []
+    if expect.trajectory is not None:
+        specs.append((("expect", "trajectory"), expect.trajectory))
+    for index, spec in enumerate(expect.trajectories or ()):
+        specs.append((("expect", "trajectories", index), spec))
+    if not specs and not expect.never:
+        return
+    steps = seen.trajectory()
+    for loc, spec in specs:
+        for at, problem in trajectory_problems(spec.trajectory(), steps):
+            # the line of the expected step at fault, when one is
+            fail(loc if at is None else (*loc, "steps", at), problem)
+    never = [p.pattern(never=True) for p in expect.never or ()]
+    for index, problem in check_never(never, steps):
+        fail(("expect", "never", index), problem)
 
 
 def _expected_elsewhere(loaded: LoadedScenario, step: int | None) -> bool:

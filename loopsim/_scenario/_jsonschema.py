@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ._schema import BUILTIN_EVALUATORS, BUILTIN_POLICIES, Scenario
+from ._schema._trajectory import MATCHER_MARK, MATCHER_SCHEMA
 
 __all__ = ["SCHEMA_FILE_NAME", "render_json_schema", "scenario_json_schema"]
 
@@ -30,11 +31,26 @@ def _drop_kind(schema: Any) -> None:
             _drop_kind(value)
 
 
+def _matcher_refs(schema: Any) -> Any:
+    """Each trajectory value's schema as one reference to ``$defs.Matcher``."""
+    if isinstance(schema, dict):
+        if schema.pop(MATCHER_MARK, None):
+            schema["$ref"] = "#/$defs/Matcher"
+        for value in schema.values():
+            _matcher_refs(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _matcher_refs(value)
+    return schema
+
+
 def scenario_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a version-1 scenario file."""
     schema = Scenario.model_json_schema(mode="validation")
     _drop_kind(schema)
+    _matcher_refs(schema)
     defs: dict[str, Any] = schema["$defs"]
+    defs["Matcher"] = MATCHER_SCHEMA
     for name in ("TurnSpec",):
         defs[name] = {"anyOf": [{"type": "string", "description": "a reply"}, defs[name]]}
     policy = defs["PolicySpec"]

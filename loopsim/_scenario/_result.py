@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ScenarioError
 from .._files import safe_file_stem
 from .._trace import Event
+from .._trajectory import HostMark
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
 from ._check import Failure, check_run, warnings_of
@@ -77,6 +78,9 @@ class ScenarioResult:
     divergence: str | None = None
     #: why a transcript or reproducer could not be written (shown in the report)
     write_problem: str | None = None
+    #: the host steps as they began (``assert_trajectory`` reads them for ``host:`` steps
+    #: and approvals)
+    host_steps: list[HostMark] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -238,6 +242,7 @@ def run_scenario(
         transcript=run.transcript,
         ties=list(run.ties.chosen),
         engine=run.engine,
+        host_steps=list(run.outcome.hosts),
     )
     if cassette is not None and result.passed:
         cassette.finish()  # every recorded turn was answered (ReplayMismatchError if not)

@@ -21,6 +21,7 @@ from .._messages import (
     Message,
 )
 from .._trace import Event, Trace
+from .._trajectory import HostMark
 from .._transcript import Recorder, Transcript
 from .._usercode import is_cancellation, user_code_failure
 from ._build import ModelOverride, World
@@ -78,6 +79,8 @@ class Outcome:
     warnings: list[tuple[int, str]] = field(default_factory=list)
     #: (step index, number of events before it began, number when it ended)
     spans: list[tuple[int, int, int]] = field(default_factory=list)
+    #: each host step as it began (for trajectories: ``host:`` steps and approvals)
+    hosts: list[HostMark] = field(default_factory=list)
     #: a BaseException (not an Exception) a host call raised: re-raised by the host
     #: itself once the calls are stopped, as if there were no task of its own
     escaped: BaseException | None = None
@@ -142,6 +145,15 @@ def _snapshot(world: World, outcome: Outcome, index: int, begin: int) -> None:
     )
 
 
+_HOST_NAMES: dict[type, str] = {
+    RunStep: "run",
+    AdvanceStep: "advance",
+    ApprovalStep: "approve",
+    RestartStep: "restart",
+    ReleaseStep: "release_session",
+}
+
+
 class _Host:
     """The host process: its session, the call in flight, the steps it takes."""
 
@@ -204,6 +216,9 @@ class _Host:
             if not self.ended():
                 return False
         begin = self.begin
+        self.outcome.hosts.append(
+            HostMark(begin, _now(), _HOST_NAMES[type(step)], getattr(step, "approve", None), index)
+        )
         if isinstance(step, RunStep):
             self.start(index, step.run)
             return True

@@ -1,5 +1,7 @@
 """Testing helpers for loopsim users: Hypothesis strategies, the eight invariants, the
-evaluator checker, and a syrupy extension for transcript snapshots.
+evaluator checker, trajectory assertions (``assert_trajectory``, ``assert_never``, the
+matchers, ``trajectories``; docs/trajectories.md), and a syrupy extension for transcript
+snapshots.
 
 Example (syrupy, which ``pip install 'loopsim[test]'`` brings; the rest needs only
 loopsim):
@@ -22,6 +24,14 @@ from .._invariants import check_invariants as check_invariants
 from .._invariants import check_max_iterations as check_max_iterations
 from .._invariants import check_restart as check_restart
 from .._invariants import check_waits as check_waits
+from .._trajectory import Anything as Anything
+from .._trajectory import Between as Between
+from .._trajectory import Contains as Contains
+from .._trajectory import Equals as Equals
+from .._trajectory import Matcher as Matcher
+from .._trajectory import OneOf as OneOf
+from .._trajectory import Regex as Regex
+from .._trajectory import TrajectoryStep as TrajectoryStep
 from ._checker import CHECKS as CHECKS
 from ._checker import CheckResult as CheckResult
 from ._checker import EvaluatorReport as EvaluatorReport
@@ -38,6 +48,11 @@ from ._strategies import restart_points as restart_points
 from ._strategies import scenario_yaml as scenario_yaml
 from ._strategies import scenarios as scenarios
 from ._strategies import scripts as scripts
+from ._trajectory import assert_never as assert_never
+from ._trajectory import assert_trajectory as assert_trajectory
+from ._trajectory import steps_of as steps_of
+from ._trajectory import trajectories as trajectories
+from ._trajectory import transcript_of as transcript_of
 
 if TYPE_CHECKING:
     from ._snapshot import TranscriptSnapshotExtension as TranscriptSnapshotExtension
@@ -58,9 +73,19 @@ __all__ = [
     "CHECKS",
     "DONE_MARKER",
     "INVARIANTS",
+    "Anything",
+    "Between",
     "CheckResult",
+    "Contains",
+    "Equals",
     "EvaluatorReport",
+    "Matcher",
+    "OneOf",
+    "Regex",
+    "TrajectoryStep",
     "TranscriptSnapshotExtension",
+    "assert_never",
+    "assert_trajectory",
     "check_approval_is_last",
     "check_background_evaluator",
     "check_evaluator",
@@ -82,4 +107,7 @@ __all__ = [
     "scenarios",
     "scripts",
     "simulate_recorded",
+    "steps_of",
+    "trajectories",
+    "transcript_of",
 ]

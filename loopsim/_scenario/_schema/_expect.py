@@ -15,6 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from ..._oracles import SAFETY_ORACLES
 from ._base import TASK_STATUSES, Count, Flag, Name, Seconds, StrictModel, Text, describe
+from ._trajectory import StepPatternSpec, TrajectorySpec, check_never_steps
 
 # -- expectations ---------------------------------------------------------------------------
 
@@ -212,6 +213,22 @@ class StepExpect(StrictModel):
     @classmethod
     def _some_oracles(cls, value: Any) -> Any:
         return _not_empty("list", f"name safety oracles: {', '.join(SAFETY_ORACLES)}")(value)
+    #: the steps the run must take, in a mode (docs/trajectories.md)
+    trajectory: TrajectorySpec | None = None
+    #: several trajectories, each with its own mode and scope
+    trajectories: list[TrajectorySpec] | None = None
+    #: steps the run must never take
+    never: list[StepPatternSpec] | None = None
+
+    @field_validator("trajectories")
+    @classmethod
+    def _some_trajectories(cls, value: Any) -> Any:
+        return _not_empty("list", "give {mode, steps} items, or use trajectory:")(value)
+
+    @field_validator("never")
+    @classmethod
+    def _never_steps(cls, value: Any) -> Any:
+        return check_never_steps(value)
 
     @field_validator("elapsed", mode="before")
     @classmethod
