@@ -213,6 +213,7 @@ class StepExpect(StrictModel):
     @classmethod
     def _some_oracles(cls, value: Any) -> Any:
         return _not_empty("list", f"name safety oracles: {', '.join(SAFETY_ORACLES)}")(value)
+
     #: the steps the run must take, in a mode (docs/trajectories.md)
     trajectory: TrajectorySpec | None = None
     #: several trajectories, each with its own mode and scope
