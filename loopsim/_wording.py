@@ -149,7 +149,6 @@ WORDING: dict[str, str] = {
         "Remove a finished task and release its child session. Running tasks cannot be cleared."
     ),
     # -- background agents: tool replies ------------------------------------------------------
-    "background.bad_arguments": "Error: {detail}",
     "background.canceled": "The task was cancelled before it finished.",
     "background.released.start": "Error: this session is being released, so no new task can start.",
     "background.released.wait": (
