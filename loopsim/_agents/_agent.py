@@ -46,7 +46,7 @@ T = TypeVar("T")
 #: upstream's ``DEFAULT_MAX_ITERATIONS`` of its function invocation configuration
 DEFAULT_MAX_TOOL_ROUNDS = 40
 #: After this many tool rounds in a row with a failed call, the next request is the last
-#: one and offers no tools (upstream's ``max_consecutive_errors_per_request``).
+#: one, with ``tool_choice="none"`` (upstream's ``max_consecutive_errors_per_request``).
 DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 
@@ -134,7 +134,8 @@ class Agent(BaseAgent):
     The tool loop is capped as upstream caps it: at most
     ``function_invocation_configuration["max_iterations"]`` model turns with tools offered
     in one run (default 40, upstream's ``DEFAULT_MAX_ITERATIONS``), then one last request
-    offers no tools; reaching the cap emits a ``tool_round_limit`` event.
+    lists them with ``tool_choice="none"``; reaching the cap emits a ``tool_round_limit``
+    event.
     ``max_tool_rounds`` is the same setting under loopsim's older name.
 
     Example:
@@ -340,7 +341,7 @@ class Agent(BaseAgent):
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
-            if final:  # upstream: past a limit, one last request offering no tools
+            if final:  # upstream: past a limit, one last request with tool_choice "none"
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -384,7 +385,7 @@ class Agent(BaseAgent):
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
-            if final:  # upstream: past a limit, one last request offering no tools
+            if final:  # upstream: past a limit, one last request with tool_choice "none"
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -439,10 +440,7 @@ class Agent(BaseAgent):
             instructions = self.instructions
             # join, as the general path does: same str, same TypeError for a non-str
             joined = "\n".join((instructions,)) if instructions else None  # noqa: FLY002
-            return ChatOptions(
-                instructions=joined,
-                tools=list(self.tools),
-            )
+            return ChatOptions(instructions=joined, tools=list(self.tools), tool_choice="auto")
         extra_instructions: Sequence[str] = () if context is None else context.instructions
         extra_tools: Sequence[FunctionTool] = () if context is None else context.tools
         parts = [
@@ -453,11 +451,8 @@ class Agent(BaseAgent):
             instructions="\n".join(parts) if parts else None,
             tools=tools,
             response_format=options.get("response_format"),
-            additional_properties={
-                k: v
-                for k, v in options.items()
-                if k not in ("instructions", "tools", "response_format")
-            },
+            additional_properties={k: v for k, v in options.items() if k not in _OPTION_KEYS},
+            tool_choice=options.get("tool_choice", "auto"),  # upstream's Agent default
         )
 
     @staticmethod
@@ -540,6 +535,10 @@ class Agent(BaseAgent):
                     )
                 )
         return Message("tool", results)  # upstream leaves a tool message without an id
+
+
+#: Run options that are ChatOptions fields of their own (the rest pass through).
+_OPTION_KEYS = frozenset(("instructions", "tools", "response_format", "tool_choice"))
 
 
 def _has_call(update: ChatResponseUpdate) -> bool:

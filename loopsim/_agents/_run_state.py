@@ -199,14 +199,15 @@ class RunState:
         )
 
     def without_tools(self) -> ChatOptions:
-        """This run's options with no tools offered (for the request past the limit)."""
+        """This run's options with tool_choice ``"none"`` (for the request past the limit):
+        the tools stay listed, as upstream lists them, but none may be called."""
         _trace.emit(
             "tool_round_limit",
             agent=self.agent._label,
             session=self.session.session_id,
             max_iterations=self.agent.max_tool_rounds,
         )
-        self.chat_options = replace(self.chat_options, tools=[])
+        self.chat_options = replace(self.chat_options, tool_choice="none")
         return self.chat_options
 
     def finish_without_tools(self, chat_response: ChatResponse) -> Message | None:

@@ -6,11 +6,12 @@ All are pydantic v2 models, so every one round-trips through JSON exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from ._content import (
     CONTENT_TYPES,
@@ -57,6 +58,8 @@ from ._structured import PRIVATE_DEFAULTS, StructuredValue
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 _M = TypeVar("_M", bound=BaseModel)
+#: The structured-output model of a ``ChatOptions`` (any model when not given).
+ResponseModelT = DefaultTypeVar("ResponseModelT", bound=BaseModel, default=BaseModel)
 
 
 def _built(
@@ -443,8 +446,11 @@ class ChatResponse(StructuredValue, BaseModel):
 
 
 @dataclass(slots=True)
-class ChatOptions:
+class ChatOptions(Generic[ResponseModelT]):
     """What an agent offers the model for one request.
+
+    Generic in the structured-output model, as upstream's ``ChatOptions[T]``:
+    ``ChatOptions[Answer](response_format=Answer)``.
 
     Attributes:
         instructions: the system instructions for this turn (None when there are none).
@@ -454,14 +460,22 @@ class ChatOptions:
         agent_name: who asks (set by :class:`~loopsim.Agent`; None for a direct call).
         session_id: the asking agent's session (set by the Agent), so recording and
             replaying clients can tell concurrent conversations apart.
+        tool_choice: upstream's ``tool_choice``: ``"auto"`` (an Agent's default),
+            ``"none"`` (the tools are listed but must not be called: the request past a
+            tool-loop limit), ``"required"`` or a mapping; None when nobody set one.
+        conversation_id: the service-side conversation this request continues (an
+            Agent sets it for a service-backed session; then the messages are only the
+            ones the service has not seen).
     """
 
     instructions: str | None = None
     tools: Sequence[Any] = ()
-    response_format: type[BaseModel] | None = None
+    response_format: type[ResponseModelT] | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
     agent_name: str | None = None
     session_id: str | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    conversation_id: str | None = None
 
     @property
     def tool_names(self) -> list[str]:

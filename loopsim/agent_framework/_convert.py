@@ -363,7 +363,7 @@ def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpda
 
 # -- options --------------------------------------------------------------------------------
 
-_OPTION_FIELDS = ("instructions", "tools", "response_format")
+_OPTION_FIELDS = ("instructions", "tools", "response_format", "tool_choice", "conversation_id")
 
 
 _DECLARED: weakref.WeakKeyDictionary[Any, af.FunctionTool] = weakref.WeakKeyDictionary()
@@ -431,6 +431,10 @@ def to_af_options(options: ChatOptions | None) -> dict[str, Any]:
         result["tools"] = [_declared_tool(t) for t in options.tools]
     if options.response_format is not None:
         result["response_format"] = options.response_format
+    if options.tool_choice is not None:
+        result["tool_choice"] = options.tool_choice
+    if options.conversation_id is not None:
+        result["conversation_id"] = options.conversation_id
     return result
 
 
@@ -459,4 +463,6 @@ def to_loopsim_options(
         additional_properties=extra,
         agent_name=agent_name,
         session_id=session_id,
+        tool_choice=options.get("tool_choice"),
+        conversation_id=options.get("conversation_id"),
     )
