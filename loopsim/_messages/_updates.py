@@ -8,14 +8,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ._chat import (
-    Message,
-    _all_contents,
-    _built,
-    _optional_str,
-    build_message,
-    text_content,
-)
 from ._content import (
     MODEL_CONFIG,
     Content,
@@ -25,6 +17,14 @@ from ._content import (
     UsageContent,
     contents_of,
     text_of,
+)
+from ._message import (
+    Message,
+    _all_contents,
+    _built,
+    _optional_str,
+    build_message,
+    text_content,
 )
 
 __all__ = [
