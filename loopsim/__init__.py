@@ -24,6 +24,7 @@ from ._agents import DelegatingAgent as DelegatingAgent
 from ._agents import FunctionTool as FunctionTool
 from ._agents import MiddlewareTermination as MiddlewareTermination
 from ._agents import ResponseStream as ResponseStream
+from ._agents import ServiceChatClient as ServiceChatClient
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
 from ._agents import ToolArgumentError as ToolArgumentError
@@ -190,6 +191,7 @@ __all__ = [
     "ScenarioResult",
     "ScriptExhaustedError",
     "ScriptedChatClient",
+    "ServiceChatClient",
     "SessionContext",
     "SimulationDeadlock",
     "SimulationError",

@@ -16,6 +16,7 @@ from ._context import (
     MiddlewareTermination,
     SessionContext,
 )
+from ._service import ServiceChatClient, ServiceKind
 from ._session import (
     HISTORY_STORES,
     AgentSession,
@@ -42,6 +43,8 @@ __all__ = [
     "MiddlewareTermination",
     "ResponseStream",
     "RunOptions",
+    "ServiceChatClient",
+    "ServiceKind",
     "SessionContext",
     "SupportsAgentRun",
     "ToolArgumentError",

@@ -207,6 +207,13 @@ class Agent(BaseAgent):
         #: streamed run keeps its messages as the model and tools made them (no
         #: author_name stamped, no approval request beside a call)
         self._per_service_call_history = False
+        #: upstream adds an in-memory history provider to an agent on its first run with a
+        #: session and no service-side conversation, and keeps it: from then on the agent
+        #: keeps and replays a local history, even for a service-backed session
+        self._keeps_local_history = False
+        #: the simulated service in front of ``client`` for sessions of a ``service_*``
+        #: history store, by store (see ``_service``)
+        self._service_clients: dict[str, ChatClient] = {}
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -233,9 +240,10 @@ class Agent(BaseAgent):
             # the pipeline: input and options are read before the session is made.
             input_messages = normalize_messages(messages)
             run_options = dict(options or {})
+            given = session is not None
             if session is None:
                 session = self.create_session()
-            return await self._invoke_run(input_messages, session, run_options)
+            return await self._invoke_run(input_messages, session, run_options, given=given)
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=False
         )
@@ -308,14 +316,17 @@ class Agent(BaseAgent):
 
             await self.middleware[index].process(context, call_next)
             return
-        session = context.session if context.session is not None else self.create_session()
+        session = context.session
+        given = session is not None
+        if session is None:
+            session = self.create_session()
         if context.stream:
             context.result = ResponseStream(
-                self._invoke_stream(list(context.messages), session, context.options)
+                self._invoke_stream(list(context.messages), session, context.options, given=given)
             )
         else:
             context.result = await self._invoke_run(
-                list(context.messages), session, context.options
+                list(context.messages), session, context.options, given=given
             )
 
     # -- the core -----------------------------------------------------------------------
@@ -330,14 +341,19 @@ class Agent(BaseAgent):
         return await self.run(messages, session=session, options=options)
 
     async def _invoke_run(
-        self, input_messages: list[Message], session: AgentSession, options: dict[str, Any]
+        self,
+        input_messages: list[Message],
+        session: AgentSession,
+        options: dict[str, Any],
+        *,
+        given: bool = True,
     ) -> AgentResponse:
-        state = RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session, given=given)
         await state.begin(options)
         if state.partial is not None:
             state.produced.append(state.partial)
             return await state.finish()
-        client = self.client
+        client = state.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
@@ -350,6 +366,7 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            chat_options = state.chat_options  # a service's answer moves the conversation on
             if final:
                 state.finish_without_tools(chat_response)
                 break
@@ -366,10 +383,13 @@ class Agent(BaseAgent):
         input_messages: list[Message],
         session: AgentSession | None,
         options: dict[str, Any],
+        *,
+        given: bool = True,
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
         if session is None:
+            given = False
             session = self.create_session()
-        state = RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session, given=given)
         answered = await state.begin(options)
         agent_id = self.id
         # upstream streams every update under the agent's name unless it names its author
@@ -381,7 +401,7 @@ class Agent(BaseAgent):
             return
         if answered is not None:
             yield _named(message_update(answered, response_id=None, agent_id=agent_id), author)
-        client = self.client
+        client = state.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
@@ -405,6 +425,7 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            chat_options = state.chat_options  # a service's answer moves the conversation on
             if final:  # held calls are dropped, never run; a fallback text may be added
                 fallback = state.finish_without_tools(chat_response)
                 if fallback is not None:
@@ -538,7 +559,9 @@ class Agent(BaseAgent):
 
 
 #: Run options that are ChatOptions fields of their own (the rest pass through).
-_OPTION_KEYS = frozenset(("instructions", "tools", "response_format", "tool_choice"))
+_OPTION_KEYS = frozenset(
+    ("instructions", "tools", "response_format", "tool_choice", "conversation_id")
+)
 
 
 def _has_call(update: ChatResponseUpdate) -> bool:

@@ -241,7 +241,12 @@ class ChatResponse(StructuredValue, BaseModel):
 
     @classmethod
     def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
-        """Merge streaming chat updates into one response (see AgentResponse.from_updates)."""
+        """Merge streaming chat updates into one response (see AgentResponse.from_updates).
+
+        The last ``conversation_id`` and ``finish_reason`` an update carries are the
+        response's, as upstream merges them.
+        """
+        listed = list(updates)
         messages, response_id, _, usage = merge_updates(
             (
                 u
@@ -253,13 +258,23 @@ class ChatResponse(StructuredValue, BaseModel):
                     message_id=u.message_id,
                     response_id=u.response_id,
                 )
-                for u in updates
+                for u in listed
             ),
             with_agent_id=False,
         )
-        if cls is ChatResponse:
+        conversation_id = finish_reason = None
+        for update in listed:
+            conversation_id = getattr(update, "conversation_id", None) or conversation_id
+            finish_reason = getattr(update, "finish_reason", None) or finish_reason
+        if cls is ChatResponse and conversation_id is None and finish_reason is None:
             return build_chat_response(messages, response_id=response_id, usage=usage)
-        return cls(messages, response_id=response_id, usage=usage)
+        return cls(
+            messages,
+            response_id=response_id,
+            usage=usage,
+            conversation_id=conversation_id,
+            finish_reason=finish_reason,
+        )
 
 
 @dataclass(slots=True)

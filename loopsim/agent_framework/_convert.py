@@ -294,6 +294,8 @@ def to_af_chat_response(
     return af.ChatResponse(
         messages=to_af_messages(response.messages),
         response_id=response.response_id,
+        conversation_id=response.conversation_id,
+        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         response_format=response_format,
     )
@@ -304,7 +306,13 @@ def to_loopsim_chat_response(response: af.ChatResponse[Any]) -> ChatResponse:
         to_loopsim_messages(response.messages),
         response_id=response.response_id,
         usage=to_loopsim_usage(response.usage_details),
+        conversation_id=response.conversation_id,
+        finish_reason=_finish_reason(response.finish_reason),
     )
+
+
+def _finish_reason(value: Any) -> str | None:
+    return None if value is None else str(getattr(value, "value", value))
 
 
 def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
@@ -314,6 +322,8 @@ def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
         author_name=update.author_name,
         response_id=update.response_id,
         message_id=update.message_id,
+        conversation_id=update.conversation_id,
+        finish_reason=update.finish_reason,  # type: ignore[arg-type] # a free string here
     )
 
 
@@ -324,6 +334,8 @@ def to_loopsim_chat_update(update: af.ChatResponseUpdate) -> ChatResponseUpdate:
         author_name=update.author_name,
         message_id=update.message_id,
         response_id=update.response_id,
+        conversation_id=update.conversation_id,
+        finish_reason=_finish_reason(update.finish_reason),
     )
 
 
