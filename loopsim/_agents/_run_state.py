@@ -203,6 +203,7 @@ class RunState:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None
         if _trace.observed():  # spares listing the tool names for nobody
+            conversation = self.chat_options.conversation_id
             _trace.emit(
                 "model_request",
                 agent=self.agent._label,
@@ -210,6 +211,7 @@ class RunState:
                 messages=request,
                 tools=self.chat_options.tool_names,
                 instructions=self.chat_options.instructions,
+                **({} if conversation is None else {"conversation_id": conversation}),
             )
         return request
 

@@ -108,6 +108,11 @@ class LoopsimChatClient(
                 messages=converted,
                 tools=chat_options.tool_names,
                 instructions=chat_options.instructions,
+                **(
+                    {}
+                    if chat_options.conversation_id is None
+                    else {"conversation_id": chat_options.conversation_id}
+                ),
             )
         return converted, chat_options, agent, session
 
