@@ -63,6 +63,7 @@ from ._errors import SimulationLimitError as SimulationLimitError
 from ._errors import TranscriptError as TranscriptError
 from ._errors import UserCodeAbortError as UserCodeAbortError
 from ._errors import VirtualTimeLimitError as VirtualTimeLimitError
+from ._harness import DEFAULT_HARNESS_INSTRUCTIONS as DEFAULT_HARNESS_INSTRUCTIONS
 from ._harness import HarnessAgent as HarnessAgent
 from ._harness import NotSimulatedWarning as NotSimulatedWarning
 from ._harness import create_harness_agent as create_harness_agent
@@ -124,7 +125,7 @@ from ._transcript._cassette import Cassette as Cassette
 from ._transcript._cassette import CassetteMissingError as CassetteMissingError
 from ._version import __version__ as __version__
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among the names
     "AIJudgeLoopEvaluator",
     "AIJudgeLoopEvaluatorOptions",
     "Agent",
@@ -152,6 +153,7 @@ __all__ = [
     "CompletionMarkerLoopEvaluatorOptions",
     "Content",
     "ContextProvider",
+    "DEFAULT_HARNESS_INSTRUCTIONS",
     "DataContent",
     "DelegateLoopEvaluator",
     "DelegatingAgent",
