@@ -15,6 +15,7 @@ This module only re-exports; the implementation lives in private modules.
 """
 
 from ._agents import Agent as Agent
+from ._agents import AgentContext as AgentContext
 from ._agents import AgentMiddleware as AgentMiddleware
 from ._agents import AgentRunContext as AgentRunContext
 from ._agents import AgentSession as AgentSession
@@ -40,8 +41,10 @@ from ._background import BackgroundTaskInfo as BackgroundTaskInfo
 from ._background import BackgroundTaskStatus as BackgroundTaskStatus
 from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
+from ._clients import BaseChatClient as BaseChatClient
 from ._clients import ChatClient as ChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import FunctionInvocationLayer as FunctionInvocationLayer
 from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
@@ -129,6 +132,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "AIJudgeLoopEvaluator",
     "AIJudgeLoopEvaluatorOptions",
     "Agent",
+    "AgentContext",
     "AgentLoopMiddleware",
     "AgentMiddleware",
     "AgentModeProvider",
@@ -142,6 +146,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "BackgroundTaskInfo",
     "BackgroundTaskStatus",
     "BaseAgent",
+    "BaseChatClient",
     "Cassette",
     "CassetteMissingError",
     "ChatClient",
@@ -163,6 +168,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "FunctionApprovalResponseContent",
     "FunctionCallContent",
     "FunctionChatClient",
+    "FunctionInvocationLayer",
     "FunctionResultContent",
     "FunctionTool",
     "HarnessAgent",

@@ -10,6 +10,7 @@ from ._base import (
     maybe_await,
 )
 from ._context import (
+    AgentContext,
     AgentMiddleware,
     AgentRunContext,
     ContextProvider,
@@ -29,6 +30,7 @@ from ._tools import ApprovalMode, FunctionTool, ToolArgumentError, tool
 __all__ = [
     "HISTORY_STORES",
     "Agent",
+    "AgentContext",
     "AgentMiddleware",
     "AgentRunContext",
     "AgentSession",

@@ -10,10 +10,14 @@ from ._replay import ReplayDriftWarning as ReplayDriftWarning
 from ._scripted import ScriptedChatClient as ScriptedChatClient
 from ._scripted import Turn as Turn
 from ._scripted import split_into_updates as split_into_updates
+from ._subclass import BaseChatClient as BaseChatClient
+from ._subclass import FunctionInvocationLayer as FunctionInvocationLayer
 
 __all__ = [
+    "BaseChatClient",
     "ChatClient",
     "FunctionChatClient",
+    "FunctionInvocationLayer",
     "RealTimeChatClient",
     "RecordedTurn",
     "RecordingChatClient",
