@@ -151,6 +151,15 @@ class ReplayChatClient(FakeChatClient):
             self._queues.setdefault(turn.session, []).append(turn)
         self._session_map: dict[str, str | None] = {}
         self._claimed: set[str | None] = set()
+        # The recording talked to a service that keeps the conversation (its requests
+        # continued one): the replay stands in for that service, so the Agent sends it
+        # only the new messages, as it sent the recorded ones.
+        self.STORES_BY_DEFAULT = any(
+            event.kind == "model_request"
+            and event.data.get("agent") == agent_name
+            and "conversation_id" in event.data
+            for event in transcript.events
+        )
 
     # -- inspection ---------------------------------------------------------------------
 
