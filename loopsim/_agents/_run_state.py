@@ -203,7 +203,8 @@ class RunState:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None
         if _trace.observed():  # spares listing the tool names for nobody
-            conversation = self.chat_options.conversation_id
+            # named only for a request that continues a service's copy of the conversation
+            conversation = self.chat_options.conversation_id if self.service else None
             _trace.emit(
                 "model_request",
                 agent=self.agent._label,

@@ -202,7 +202,9 @@ class AgentSession:
 
     Attributes:
         session_id: deterministic id (``session-0001``), kept across serialization.
-        state: JSON-safe dict; context providers keep their data under their source id.
+        state: context providers keep their (JSON-safe) data under their source id; an
+            ``in_memory`` history lives in ``state["in_memory"]["messages"]`` (the
+            messages themselves, as upstream's; :meth:`to_dict` writes them as dicts).
         history_store: which of the three stores holds the messages.
         service_session_id: the conversation id or last response id for ``service_*``
             stores (None for ``in_memory``, or before the first turn of a chain).

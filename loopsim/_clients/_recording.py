@@ -222,11 +222,6 @@ class RecordingChatClient:
                 messages=messages,
                 tools=list(options.tool_names),
                 instructions=options.instructions,
-                **(
-                    {}
-                    if options.conversation_id is None
-                    else {"conversation_id": options.conversation_id}
-                ),
             )
         return turn
 

@@ -109,9 +109,10 @@ class LoopsimChatClient(
                 tools=chat_options.tool_names,
                 instructions=chat_options.instructions,
                 **(
-                    {}
-                    if chat_options.conversation_id is None
-                    else {"conversation_id": chat_options.conversation_id}
+                    {"conversation_id": chat_options.conversation_id}
+                    if chat_options.conversation_id is not None
+                    and (self.STORES_BY_DEFAULT or options.get("store"))
+                    else {}
                 ),
             )
         return converted, chat_options, agent, session
