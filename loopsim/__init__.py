@@ -15,6 +15,7 @@ This module only re-exports; the implementation lives in private modules.
 """
 
 from ._agents import Agent as Agent
+from ._agents import AgentContext as AgentContext
 from ._agents import AgentMiddleware as AgentMiddleware
 from ._agents import AgentRunContext as AgentRunContext
 from ._agents import AgentSession as AgentSession
@@ -24,6 +25,7 @@ from ._agents import DelegatingAgent as DelegatingAgent
 from ._agents import FunctionTool as FunctionTool
 from ._agents import MiddlewareTermination as MiddlewareTermination
 from ._agents import ResponseStream as ResponseStream
+from ._agents import ServiceChatClient as ServiceChatClient
 from ._agents import SessionContext as SessionContext
 from ._agents import SupportsAgentRun as SupportsAgentRun
 from ._agents import ToolArgumentError as ToolArgumentError
@@ -39,6 +41,7 @@ from ._background import BackgroundTaskInfo as BackgroundTaskInfo
 from ._background import BackgroundTaskStatus as BackgroundTaskStatus
 from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
+from ._clients import BaseChatClient as BaseChatClient
 from ._clients import ChatClient as ChatClient
 from ._clients import ContentFilterError as ContentFilterError
 from ._clients import Fault as Fault
@@ -47,6 +50,7 @@ from ._clients import FunctionChatClient as FunctionChatClient
 from ._clients import ModelError as ModelError
 from ._clients import ModelTimeoutError as ModelTimeoutError
 from ._clients import RateLimitError as RateLimitError
+from ._clients import FunctionInvocationLayer as FunctionInvocationLayer
 from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
@@ -73,6 +77,7 @@ from ._errors import SimulationLimitError as SimulationLimitError
 from ._errors import TranscriptError as TranscriptError
 from ._errors import UserCodeAbortError as UserCodeAbortError
 from ._errors import VirtualTimeLimitError as VirtualTimeLimitError
+from ._harness import DEFAULT_HARNESS_INSTRUCTIONS as DEFAULT_HARNESS_INSTRUCTIONS
 from ._harness import HarnessAgent as HarnessAgent
 from ._harness import NotSimulatedWarning as NotSimulatedWarning
 from ._harness import create_harness_agent as create_harness_agent
@@ -134,10 +139,11 @@ from ._transcript._cassette import Cassette as Cassette
 from ._transcript._cassette import CassetteMissingError as CassetteMissingError
 from ._version import __version__ as __version__
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among the names
     "AIJudgeLoopEvaluator",
     "AIJudgeLoopEvaluatorOptions",
     "Agent",
+    "AgentContext",
     "AgentLoopMiddleware",
     "AgentMiddleware",
     "AgentModeProvider",
@@ -151,6 +157,7 @@ __all__ = [
     "BackgroundTaskInfo",
     "BackgroundTaskStatus",
     "BaseAgent",
+    "BaseChatClient",
     "Cassette",
     "CassetteMissingError",
     "ChatClient",
@@ -163,6 +170,7 @@ __all__ = [
     "Content",
     "ContentFilterError",
     "ContextProvider",
+    "DEFAULT_HARNESS_INSTRUCTIONS",
     "DataContent",
     "DelegateLoopEvaluator",
     "DelegatingAgent",
@@ -174,6 +182,7 @@ __all__ = [
     "FunctionApprovalResponseContent",
     "FunctionCallContent",
     "FunctionChatClient",
+    "FunctionInvocationLayer",
     "FunctionResultContent",
     "FunctionTool",
     "HarnessAgent",
@@ -208,6 +217,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatClient",
     "ServerError",
+    "ServiceChatClient",
     "SessionContext",
     "SimulationDeadlock",
     "SimulationError",

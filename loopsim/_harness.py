@@ -17,9 +17,10 @@ requests as on a plain Agent, so a run without a session works too), the message
 injection middleware, compaction, shell and web search, telemetry and the
 ``ExperimentalWarning``. Their options are accepted under upstream's names (never a
 ``TypeError``); one given a value that would change what upstream does raises one
-:class:`NotSimulatedWarning` per call naming them all. ``harness_instructions`` has no
-default text here (upstream's default prose is not copied): without it the
-instructions are ``agent_instructions`` / ``instructions`` alone.
+:class:`NotSimulatedWarning` per call naming them all. Without
+``harness_instructions`` the harness's own default (:data:`DEFAULT_HARNESS_INSTRUCTIONS`,
+loopsim's words, ``WORDING["harness.instructions"]``) comes first, where upstream puts
+its own; ``""`` leaves it out.
 """
 
 from __future__ import annotations
@@ -42,10 +43,19 @@ from ._background import (
 from ._background import BackgroundAgentsProvider
 from ._clients import ChatClient
 from ._loop import AgentLoopMiddleware, LoopAgent, LoopAgentOptions, LoopEvaluator
+from ._wording import WORDING
 
-__all__ = ["NOT_SIMULATED_OPTIONS", "HarnessAgent", "NotSimulatedWarning", "create_harness_agent"]
+__all__ = [
+    "DEFAULT_HARNESS_INSTRUCTIONS",
+    "NOT_SIMULATED_OPTIONS",
+    "HarnessAgent",
+    "NotSimulatedWarning",
+    "create_harness_agent",
+]
 
 DEFAULT_LOOP_MAX_ITERATIONS = 10
+#: The harness's own instructions, before the agent's (upstream's name; loopsim's words).
+DEFAULT_HARNESS_INSTRUCTIONS = WORDING["harness.instructions"]
 
 #: upstream's ``create_harness_agent`` options that loopsim accepts but does not simulate,
 #: each with the values that change nothing here (upstream's default; for a flag, both)
@@ -236,8 +246,12 @@ class HarnessAgent(DelegatingAgent):
             msg = "give agent_instructions (upstream's name) or instructions, not both"
             raise TypeError(msg)
         own = agent_instructions if agent_instructions is not None else instructions
-        # upstream: harness-level text, a blank line, the agent's own; blank parts dropped
-        joined = f"{harness_instructions or ''}\n\n{own or ''}".strip() or None
+        # upstream: harness-level text (its default when None; "" for none), a blank line,
+        # the agent's own; blank parts dropped
+        harness = (
+            DEFAULT_HARNESS_INSTRUCTIONS if harness_instructions is None else harness_instructions
+        )
+        joined = f"{harness}\n\n{own or ''}".strip() or None
         options = dict(default_options or {})
         if max_output_tokens is not None:  # upstream: the model's max_tokens, unless given
             options.setdefault("max_tokens", max_output_tokens)

@@ -8,7 +8,9 @@ user evaluators and hand-built simulations alike.
 
 1. Inner agent invocations <= max_iterations.
 2. The caller's initial messages reach the inner agent exactly once unless fresh context
-   is on (then at the start of every iteration).
+   is on (then at the start of every iteration). A request that continues a service-side
+   conversation (``conversation_id``) holds only what the service has not seen: then the
+   input is sent once in all.
 3. Evaluators are asked in order; none after the first that continues; the loop stops
    (``evaluators_stopped``) only when all stop.
 4. An iteration with a pending approval request is the last, and no evaluator is asked
@@ -174,6 +176,22 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
                         Violation(
                             f"invariant 2: with fresh context, iteration {number} of loop "
                             f"{run.loop!r} did not start with the caller's initial messages",
+                            requests[0],
+                        )
+                    )
+                continue
+            if "conversation_id" in first[0].data or any(
+                "conversation_id" in r.data for r in requests
+            ):
+                # a service keeps the conversation: a request holds only what it has not
+                # seen, so the input is sent once in all (by the loop's first request)
+                sent = sum(_count(r.data["messages"], initial) for r in requests)
+                if sent != (1 if number == 1 else 0):
+                    problems.append(
+                        Violation(
+                            f"invariant 2: iteration {number} of loop {run.loop!r} sent the "
+                            f"caller's initial message {sent} times to a service that keeps "
+                            f"the conversation (expected {1 if number == 1 else 0})",
                             requests[0],
                         )
                     )

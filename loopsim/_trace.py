@@ -18,7 +18,9 @@ kind                   data
 session_created        agent, session
 session_restored       agent, session
 model_request          agent, session, messages (Sequence[Message]), tools (list[str]),
-                       instructions (str | None)
+                       instructions (str | None), conversation_id (only when the
+                       request continues a service-side conversation: then messages
+                       are only those the service has not seen)
 model_response         agent, session, messages (list[Message]), usage, response_id
 model_error            agent, session, error (exception class name), message (its text)
 tool_call              agent, session, call_id, name, arguments

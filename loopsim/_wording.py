@@ -96,6 +96,20 @@ WORDING: dict[str, str] = {
         "Your todo list still has open items. Carry on until every one of them is done "
         "and marked as complete. Still open:\n{remaining_todos}"
     ),
+    # -- harness: its own instructions (placed before the agent's, as upstream places its) --
+    "harness.instructions": (
+        "You work through tasks with the tools you are given.\n"
+        "\n"
+        "## How to work\n"
+        "\n"
+        "- Plan before you act, and split a large task into steps.\n"
+        "- Use the tools to find things out, to act and to check what you did.\n"
+        "- Say briefly what you are doing and why while you work.\n"
+        "- Between tool calls, say what a result told you and what comes next.\n"
+        "- After four tool calls in a row at most, stop and tell the user where you are.\n"
+        "- When a tool fails or surprises you, change course instead of repeating the call.\n"
+        "- At the end, sum up what you did and what you found, short and clear.\n"
+    ),
     # -- background agents: instructions and context -----------------------------------------
     "background.instructions": (
         "## Background Agents\n\n"
@@ -149,7 +163,6 @@ WORDING: dict[str, str] = {
         "Remove a finished task and release its child session. Running tasks cannot be cleared."
     ),
     # -- background agents: tool replies ------------------------------------------------------
-    "background.bad_arguments": "Error: {detail}",
     "background.canceled": "The task was cancelled before it finished.",
     "background.released.start": "Error: this session is being released, so no new task can start.",
     "background.released.wait": (

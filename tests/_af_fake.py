@@ -67,6 +67,7 @@ class FakeAFChatClient(
                     role=message.role,
                     contents=list(message.contents),
                     message_id=message.message_id,
+                    conversation_id=response.conversation_id,
                 )
 
         return af.ResponseStream(updates(), finalizer=af.ChatResponse.from_updates)

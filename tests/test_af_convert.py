@@ -159,22 +159,39 @@ class Verdict(BaseModel):
 
 
 option_values = st.dictionaries(
-    st.sampled_from(["temperature", "model", "max_tokens", "seed", "tool_choice", "metadata"]),
+    st.sampled_from(["temperature", "model", "max_tokens", "seed", "metadata"]),
     json_values,
     max_size=3,
 )
 
 
 @FAST
-@given(st.none() | st.text(max_size=10), option_values, st.sampled_from([None, Verdict]))
-def test_options_round_trip(instructions: str | None, extra: dict[str, Any], fmt: Any) -> None:
+@given(
+    st.none() | st.text(max_size=10),
+    option_values,
+    st.sampled_from([None, Verdict]),
+    st.sampled_from([None, "auto", "none", "required", {"mode": "required"}]),
+    st.none() | st.text(min_size=1, max_size=10),
+)
+def test_options_round_trip(
+    instructions: str | None,
+    extra: dict[str, Any],
+    fmt: Any,
+    tool_choice: Any,
+    conversation_id: str | None,
+) -> None:
     @loopsim.tool
     def lookup(city: str) -> str:
         """Look a city up."""
         return city
 
     options = ChatOptions(
-        instructions=instructions, tools=[lookup], response_format=fmt, additional_properties=extra
+        instructions=instructions,
+        tools=[lookup],
+        response_format=fmt,
+        additional_properties=extra,
+        tool_choice=tool_choice,
+        conversation_id=conversation_id,
     )
     there = convert.to_af_options(options)
     assert there.get("instructions") == instructions
@@ -182,6 +199,8 @@ def test_options_round_trip(instructions: str | None, extra: dict[str, Any], fmt
     assert isinstance(there["tools"][0], af.FunctionTool)
     for key, value in extra.items():
         assert there[key] == value
+    assert there.get("tool_choice") == tool_choice
+    assert there.get("conversation_id") == conversation_id
     back = convert.to_loopsim_options(there)
     assert back == options
     assert convert.to_af_options(back) == there

@@ -13,7 +13,7 @@ import pytest
 from test_background_provider import Child, Tools, call, calls, records, run_timed
 
 import loopsim
-from loopsim import AgentSession, BackgroundAgentsProvider, _trace
+from loopsim import AgentSession, BackgroundAgentsProvider, ToolArgumentError, _trace
 from loopsim._wording import WORDING
 
 # -- start -----------------------------------------------------------------------------
@@ -515,17 +515,18 @@ def test_a_non_integer_task_id_is_an_error_text(backend: str, bad_id: Any) -> No
         tools = await Tools.open(provider, session)
         await tools.start("worker")
         await tools.wait(1)
-        replies = [
-            await tools.results(bad_id),
-            await tools.cont(bad_id),
-            await tools.clear(bad_id),
-            await tools.wait(bad_id),
-        ]
-        return replies, records(session)
+        # as every other tool's: the function layer's error (the tool loop makes it an
+        # error result that counts toward the error cap), never a reply of the tool's own
+        errors: list[str] = []
+        for use in (tools.results, tools.cont, tools.clear, tools.wait):
+            with pytest.raises(ToolArgumentError) as raised:
+                await use(bad_id)
+            errors.append(str(raised.value))
+        return errors, records(session)
 
-    replies, after = loopsim.simulate(main, backend=backend)
-    for reply in replies:
-        assert reply.startswith("Error: invalid arguments for tool 'background_agents_")
+    errors, after = loopsim.simulate(main, backend=backend)
+    for error in errors:
+        assert error.startswith("invalid arguments for tool 'background_agents_")
     assert after == [
         {
             "id": 1,
@@ -602,8 +603,9 @@ def test_a_parent_model_drives_every_tool_and_sees_only_texts(backend: str) -> N
         "Removed task 2.",
         "There are no background tasks.",
     ]
-    assert results[8].startswith("Error: invalid arguments for tool")
-    assert all(c.error is None for c in (*first.contents, *second.contents))
+    assert results[8] == WORDING["agent.tool.bad_arguments"]
+    assert second.contents[8].error.startswith("invalid arguments for tool")
+    assert all(c.error is None for c in (*first.contents, *second.contents[:8]))
 
 
 # -- status events ---------------------------------------------------------------------

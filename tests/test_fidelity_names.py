@@ -325,3 +325,42 @@ def test_a_harness_sends_the_task_status_message_with_the_first_call_of_a_run_on
     assert ours == theirs
     assert ours[2][0] == "user"  # the status message, before the history
     assert len(ours[3]) == len(ours[2]) - 1 + 2  # dropped again; call + result added
+
+
+@pytest.mark.parametrize("given", [None, "", "Harness rules."], ids=["default", "none", "own"])
+def test_the_harness_instructions_come_first_its_default_in_our_words(given: str | None) -> None:
+    off = {
+        "disable_tool_auto_approval": True,
+        "disable_todo": True,
+        "disable_mode": True,
+        "disable_file_memory": True,
+        "disable_compaction": True,
+        "disable_web_search": True,
+    }
+    ours = ScriptedChatClient(["ok"])
+    theirs = FakeAFChatClient(["ok"])
+    loopsim.simulate(
+        loopsim.create_harness_agent(
+            ours, harness_instructions=given, agent_instructions="Be brief."
+        ).run,
+        "go",
+    )
+    harness = af.create_harness_agent(
+        theirs, harness_instructions=given, agent_instructions="Be brief.", **off
+    )
+
+    async def run_theirs() -> Any:
+        return await harness.run("go", session=harness.create_session())
+
+    loopsim.simulate(run_theirs)
+    mine = ours.requests[0].options.instructions
+    other = theirs.requests[0][1]["instructions"]
+    upstream_default = af._harness._agent.DEFAULT_HARNESS_INSTRUCTIONS
+    if given is None:  # each its own default text (one ending in a newline), in one place
+        assert mine == f"{loopsim.DEFAULT_HARNESS_INSTRUCTIONS}\n\nBe brief."
+        assert other.startswith(f"{upstream_default}\n\nBe brief.")
+        assert upstream_default != loopsim.DEFAULT_HARNESS_INSTRUCTIONS  # our own words
+    else:
+        expected = f"{given}\n\nBe brief.".strip()
+        assert mine == expected
+        assert other.startswith(expected)

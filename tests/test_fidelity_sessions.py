@@ -10,7 +10,7 @@ import pytest
 from _af_fake import FakeAFChatClient, af_call
 
 import loopsim
-from loopsim import AgentSession, FunctionResultContent, ScriptedChatClient
+from loopsim import AgentSession, FunctionResultContent, Message, ScriptedChatClient
 
 pytestmark = pytest.mark.filterwarnings(
     # upstream marks its harness classes experimental; that warning is not what we test
@@ -184,11 +184,12 @@ def test_a_loopsim_snapshot_of_the_earlier_format_still_restores() -> None:
         "messages": [{"role": "user", "contents": [{"type": "text", "text": "hi"}]}],
     }
     session = AgentSession.from_dict(old)
-    assert (session.session_id, session.state, [m.text for m in session.history()]) == (
+    assert (session.session_id, session.state["p"], [m.text for m in session.history()]) == (
         "s-old",
-        {"p": {"k": 1}},
+        {"k": 1},
         ["hi"],
     )
+    assert session.state["in_memory"]["messages"] == list(session.history())  # live
 
 
 @pytest.mark.parametrize(
@@ -214,3 +215,39 @@ def test_a_loopsim_snapshot_of_the_earlier_format_still_restores() -> None:
 def test_a_bad_snapshot_is_a_located_value_error(data: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         AgentSession.from_dict(data)
+
+
+@pytest.mark.parametrize("engine", ["loopsim", "agent_framework"])
+def test_live_session_state_holds_the_history_where_upstream_keeps_it(engine: str) -> None:
+    if engine == "loopsim":
+        client: Any = ScriptedChatClient(["one", "two"])
+        agent: Any = loopsim.Agent(client)
+    else:
+        client = FakeAFChatClient(["one", "two"])
+        agent = af.Agent(client=client)
+
+    async def main() -> list[list[str]]:
+        session = agent.create_session()
+        seen = []
+        for text in ("hi", "again"):
+            await agent.run(text, session=session)
+            # read live, between turns, without to_dict
+            seen.append([m.text for m in session.state["in_memory"]["messages"]])
+        return seen
+
+    assert loopsim.simulate(main) == [["hi", "one"], ["hi", "one", "again", "two"]]
+
+
+def test_the_live_history_is_the_sessions_own_list_not_a_copy() -> None:
+    session = loopsim.AgentSession()
+    assert "in_memory" not in session.state  # as upstream: no history, no key
+    session.add_messages([Message.user("a")])
+    held = session.state["in_memory"]["messages"]
+    session.add_messages([Message.user("b")])
+    assert session.state["in_memory"]["messages"] is held
+    assert [m.text for m in held] == ["a", "b"]
+    # assigning a restored session's state brings its history, as upstream's does
+    restored = loopsim.AgentSession.from_dict(session.to_dict())
+    other = loopsim.AgentSession()
+    other.state = restored.state
+    assert [m.text for m in other.history()] == ["a", "b"]

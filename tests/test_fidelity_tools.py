@@ -233,3 +233,35 @@ def test_instructions_and_context_messages_are_ordered_as_upstream_orders_them()
     ls_texts = [m.text for m in ls_client.requests[1].messages]
     af_texts = [m.text for m in af_client.requests[1][0]]
     assert ls_texts == af_texts == ["(context note)", "a", "one", "b"]
+
+
+@pytest.mark.parametrize("limit", ["errors", "rounds"])
+def test_past_a_tool_loop_limit_the_last_request_lists_the_tools_with_tool_choice_none(
+    limit: str,
+) -> None:
+    config = (
+        {"max_consecutive_errors_per_request": 2} if limit == "errors" else {"max_iterations": 2}
+    )
+    name = "boom" if limit == "errors" else "add"
+    ours, theirs = Counter(), Counter()
+    ls_client = ScriptedChatClient([ls_call(name, f"c{i}", x=1, a=1, b=2) for i in range(4)])
+    ls_agent = loopsim.Agent(
+        ls_client,
+        tools=[loopsim.tool(ours.boom, name="boom"), add],
+        function_invocation_configuration=config,
+    )
+    af_client = FakeAFChatClient(
+        [af_call(f"c{i}", name, x=1, a=1, b=2) for i in range(4)],
+        function_invocation_configuration=config,
+    )
+    af_agent = af.Agent(client=af_client, tools=[af.tool(theirs.boom, name="boom"), af.tool(add)])
+
+    loopsim.simulate(ls_agent.run, "go")
+    loopsim.simulate(af_agent.run, "go")
+
+    ls_choices = [r.options.tool_choice for r in ls_client.requests]
+    af_choices = [r[1].get("tool_choice") for r in af_client.requests]
+    assert ls_choices == af_choices == ["auto", "auto", "none"]
+    ls_tools = [r.options.tool_names for r in ls_client.requests]
+    af_tools = [[t.name for t in r[1]["tools"]] for r in af_client.requests]
+    assert ls_tools == af_tools == [["boom", "add"]] * 3

@@ -180,7 +180,9 @@ def test_instructions_tools_and_description_reach_the_chat_agent(backend: str) -
     assert loopsim.simulate(main, backend=backend) == "hi"
     options = scripted.requests[0].options
     assert options.instructions is not None
-    assert options.instructions.startswith("Be brief.\n## Background Agents")
+    assert options.instructions.startswith(
+        f"{loopsim.DEFAULT_HARNESS_INSTRUCTIONS}\n\nBe brief.\n## Background Agents"
+    )
     assert options.tool_names[0] == "ping"
     assert len(options.tool_names) == 7
 

@@ -61,7 +61,8 @@ def test_both_engines_stop_offering_tools_after_max_iterations(cap: int, backend
     ours = ScriptedChatClient([_call(i) for i in range(cap + 1)])
     agent = Agent(ours, name="a", tools=[add], function_invocation_configuration=config)
     loopsim.simulate(lambda: agent.run("go"), backend=backend)
-    offered = [bool(r.options.tool_names) for r in ours.requests]
+    offered = [r.options.tool_choice != "none" for r in ours.requests]
+    assert all(r.options.tool_names == ["add"] for r in ours.requests)  # listed throughout
 
     upstream = _Insisting(function_invocation_configuration=config)
     theirs_agent = UpstreamAgent(client=upstream, tools=[upstream_add])

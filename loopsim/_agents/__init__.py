@@ -10,12 +10,14 @@ from ._base import (
     maybe_await,
 )
 from ._context import (
+    AgentContext,
     AgentMiddleware,
     AgentRunContext,
     ContextProvider,
     MiddlewareTermination,
     SessionContext,
 )
+from ._service import ServiceChatClient, ServiceKind
 from ._session import (
     HISTORY_STORES,
     AgentSession,
@@ -28,6 +30,7 @@ from ._tools import ApprovalMode, FunctionTool, ToolArgumentError, tool
 __all__ = [
     "HISTORY_STORES",
     "Agent",
+    "AgentContext",
     "AgentMiddleware",
     "AgentRunContext",
     "AgentSession",
@@ -42,6 +45,8 @@ __all__ = [
     "MiddlewareTermination",
     "ResponseStream",
     "RunOptions",
+    "ServiceChatClient",
+    "ServiceKind",
     "SessionContext",
     "SupportsAgentRun",
     "ToolArgumentError",

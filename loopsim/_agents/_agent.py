@@ -46,7 +46,7 @@ T = TypeVar("T")
 #: upstream's ``DEFAULT_MAX_ITERATIONS`` of its function invocation configuration
 DEFAULT_MAX_TOOL_ROUNDS = 40
 #: After this many tool rounds in a row with a failed call, the next request is the last
-#: one and offers no tools (upstream's ``max_consecutive_errors_per_request``).
+#: one, with ``tool_choice="none"`` (upstream's ``max_consecutive_errors_per_request``).
 DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 
@@ -134,7 +134,8 @@ class Agent(BaseAgent):
     The tool loop is capped as upstream caps it: at most
     ``function_invocation_configuration["max_iterations"]`` model turns with tools offered
     in one run (default 40, upstream's ``DEFAULT_MAX_ITERATIONS``), then one last request
-    offers no tools; reaching the cap emits a ``tool_round_limit`` event.
+    lists them with ``tool_choice="none"``; reaching the cap emits a ``tool_round_limit``
+    event.
     ``max_tool_rounds`` is the same setting under loopsim's older name.
 
     Example:
@@ -206,6 +207,13 @@ class Agent(BaseAgent):
         #: streamed run keeps its messages as the model and tools made them (no
         #: author_name stamped, no approval request beside a call)
         self._per_service_call_history = False
+        #: upstream adds an in-memory history provider to an agent on its first run with a
+        #: session and no service-side conversation, and keeps it: from then on the agent
+        #: keeps and replays a local history, even for a service-backed session
+        self._keeps_local_history = False
+        #: the simulated service in front of ``client`` for sessions of a ``service_*``
+        #: history store, by store (see ``_service``)
+        self._service_clients: dict[str, ChatClient] = {}
 
     def get_service(self, service_type: type[T]) -> T | None:
         """This agent, else the first context provider (then middleware) of that type."""
@@ -232,9 +240,10 @@ class Agent(BaseAgent):
             # the pipeline: input and options are read before the session is made.
             input_messages = normalize_messages(messages)
             run_options = dict(options or {})
+            given = session is not None
             if session is None:
                 session = self.create_session()
-            return await self._invoke_run(input_messages, session, run_options)
+            return await self._invoke_run(input_messages, session, run_options, given=given)
         context = AgentRunContext(
             self, normalize_messages(messages), session, dict(options or {}), stream=False
         )
@@ -307,14 +316,17 @@ class Agent(BaseAgent):
 
             await self.middleware[index].process(context, call_next)
             return
-        session = context.session if context.session is not None else self.create_session()
+        session = context.session
+        given = session is not None
+        if session is None:
+            session = self.create_session()
         if context.stream:
             context.result = ResponseStream(
-                self._invoke_stream(list(context.messages), session, context.options)
+                self._invoke_stream(list(context.messages), session, context.options, given=given)
             )
         else:
             context.result = await self._invoke_run(
-                list(context.messages), session, context.options
+                list(context.messages), session, context.options, given=given
             )
 
     # -- the core -----------------------------------------------------------------------
@@ -329,18 +341,23 @@ class Agent(BaseAgent):
         return await self.run(messages, session=session, options=options)
 
     async def _invoke_run(
-        self, input_messages: list[Message], session: AgentSession, options: dict[str, Any]
+        self,
+        input_messages: list[Message],
+        session: AgentSession,
+        options: dict[str, Any],
+        *,
+        given: bool = True,
     ) -> AgentResponse:
-        state = RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session, given=given)
         await state.begin(options)
         if state.partial is not None:
             state.produced.append(state.partial)
             return await state.finish()
-        client = self.client
+        client = state.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
-            if final:  # upstream: past a limit, one last request offering no tools
+            if final:  # upstream: past a limit, one last request with tool_choice "none"
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -349,6 +366,7 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            chat_options = state.chat_options  # a service's answer moves the conversation on
             if final:
                 state.finish_without_tools(chat_response)
                 break
@@ -365,10 +383,13 @@ class Agent(BaseAgent):
         input_messages: list[Message],
         session: AgentSession | None,
         options: dict[str, Any],
+        *,
+        given: bool = True,
     ) -> AsyncIterator[AgentResponseUpdate | AgentResponse]:
         if session is None:
+            given = False
             session = self.create_session()
-        state = RunState(self, input_messages, session)
+        state = RunState(self, input_messages, session, given=given)
         answered = await state.begin(options)
         agent_id = self.id
         # upstream streams every update under the agent's name unless it names its author
@@ -380,11 +401,11 @@ class Agent(BaseAgent):
             return
         if answered is not None:
             yield _named(message_update(answered, response_id=None, agent_id=agent_id), author)
-        client = self.client
+        client = state.client
         chat_options = state.chat_options
         for round_number in range(1, self.max_tool_rounds + 2):
             final = round_number > self.max_tool_rounds or state.error_limit_reached
-            if final:  # upstream: past a limit, one last request offering no tools
+            if final:  # upstream: past a limit, one last request with tool_choice "none"
                 chat_options = state.without_tools()
             request = state.request()
             try:
@@ -404,6 +425,7 @@ class Agent(BaseAgent):
                 state.failed(exc, round_number)
                 raise
             calls = state.received(chat_response)
+            chat_options = state.chat_options  # a service's answer moves the conversation on
             if final:  # held calls are dropped, never run; a fallback text may be added
                 fallback = state.finish_without_tools(chat_response)
                 if fallback is not None:
@@ -439,10 +461,7 @@ class Agent(BaseAgent):
             instructions = self.instructions
             # join, as the general path does: same str, same TypeError for a non-str
             joined = "\n".join((instructions,)) if instructions else None  # noqa: FLY002
-            return ChatOptions(
-                instructions=joined,
-                tools=list(self.tools),
-            )
+            return ChatOptions(instructions=joined, tools=list(self.tools), tool_choice="auto")
         extra_instructions: Sequence[str] = () if context is None else context.instructions
         extra_tools: Sequence[FunctionTool] = () if context is None else context.tools
         parts = [
@@ -453,11 +472,8 @@ class Agent(BaseAgent):
             instructions="\n".join(parts) if parts else None,
             tools=tools,
             response_format=options.get("response_format"),
-            additional_properties={
-                k: v
-                for k, v in options.items()
-                if k not in ("instructions", "tools", "response_format")
-            },
+            additional_properties={k: v for k, v in options.items() if k not in _OPTION_KEYS},
+            tool_choice=options.get("tool_choice", "auto"),  # upstream's Agent default
         )
 
     @staticmethod
@@ -540,6 +556,12 @@ class Agent(BaseAgent):
                     )
                 )
         return Message("tool", results)  # upstream leaves a tool message without an id
+
+
+#: Run options that are ChatOptions fields of their own (the rest pass through).
+_OPTION_KEYS = frozenset(
+    ("instructions", "tools", "response_format", "tool_choice", "conversation_id")
+)
 
 
 def _has_call(update: ChatResponseUpdate) -> bool:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Coroutine, Generator, Mapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Mapping,
+    Sequence,
+)
 from contextlib import suppress
 from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
@@ -85,13 +94,23 @@ class ResponseStream(AsyncIterator[AgentResponseUpdate]):
     Iterate it for the updates; ``await stream.get_final_response()`` drains what is
     left and returns the merged :class:`~loopsim.AgentResponse`. Use it as an async
     context manager (or call :meth:`aclose`) to stop early without leaking the run.
+
+    ``ResponseStream(gen, finalizer=fn)`` is upstream's shape: ``fn(updates)`` (sync or
+    async) makes the final response when the source yields none itself, e.g.
+    ``finalizer=ChatResponse.from_updates`` for a chat client's stream.
     """
 
-    def __init__(self, source: AsyncIterable[AgentResponseUpdate | AgentResponse]) -> None:
+    def __init__(
+        self,
+        source: AsyncIterable[AgentResponseUpdate | AgentResponse],
+        *,
+        finalizer: Callable[[Sequence[Any]], Any] | None = None,
+    ) -> None:
         self._source = source.__aiter__()
         self._updates: list[AgentResponseUpdate] = []
         self._final: AgentResponse | None = None
         self._done = False
+        self._finalizer = finalizer
 
     def __aiter__(self) -> ResponseStream:
         return self
@@ -122,6 +141,12 @@ class ResponseStream(AsyncIterator[AgentResponseUpdate]):
                 pass
         if self._final is not None:
             return self._final
+        if self._finalizer is not None:
+            final = self._finalizer(self._updates)
+            if inspect.isawaitable(final):
+                final = await final
+            self._final = final
+            return final  # type: ignore[no-any-return] # the finalizer's own response type
         return AgentResponse.from_updates(self._updates)
 
     async def aclose(self) -> None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = [
+    "AgentContext",
     "AgentMiddleware",
     "AgentRunContext",
     "CallNext",
@@ -107,6 +108,10 @@ class AgentRunContext:
 
 
 CallNext = Callable[[], Awaitable[None]]
+
+
+#: Upstream's name for what agent middleware sees (``agent_framework.AgentContext``).
+AgentContext = AgentRunContext
 
 
 class MiddlewareTermination(Exception):  # noqa: N818 - upstream's name

@@ -27,6 +27,7 @@ from .._wording import WORDING
 from ._approvals import for_model, has_controls, without
 from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._context import SessionContext
+from ._service import ServiceChatClient, ServiceKind
 from ._session import AgentSession, MessageView
 
 if TYPE_CHECKING:
@@ -42,10 +43,12 @@ class RunState:
         "agent",
         "approval_ids",
         "chat_options",
+        "client",
         "context",
         "error_limit_reached",
         "errors_in_a_row",
         "fallback",
+        "given",
         "history",
         "input_messages",
         "later_history",
@@ -54,11 +57,20 @@ class RunState:
         "produced",
         "response_id",
         "sent_from",
+        "served",
+        "service",
         "session",
         "usage",
     )
 
-    def __init__(self, agent: Agent, input_messages: list[Message], session: AgentSession) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        input_messages: list[Message],
+        session: AgentSession,
+        *,
+        given: bool = True,
+    ) -> None:
         self.agent = agent
         self.input_messages = input_messages
         self.session = session
@@ -75,6 +87,10 @@ class RunState:
         #: how many of ``produced``'s first messages the model is not sent (answers to
         #: approvals reach it in place of the input that gave them)
         self.sent_from = 0
+        self.given = given
+        self.client, self.service = _service_mode(agent, session)
+        #: a service-backed run: how many of this run's messages the service already has
+        self.served = 0
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -100,7 +116,12 @@ class RunState:
         self.chat_options = chat_options = agent._chat_options(context, options)
         chat_options.agent_name = agent._label
         chat_options.session_id = session.session_id
-        history = session.history()
+        # upstream: the session's service-side conversation, else the run's option
+        chat_options.conversation_id = session.service_session_id or options.get("conversation_id")
+        if self.service is None:  # decided now that the run's options are known
+            self.service = _service_backed(agent, chat_options, options, given=self.given)
+        # a service-backed run sends no local history: the service keeps it
+        history = MessageView((), 0) if self.service else session.history()
         self.prefix: tuple[Message, ...] = tuple(input_messages)
         self.later_history: MessageView | None = None
         approvals = [
@@ -167,12 +188,23 @@ class RunState:
         return answered
 
     def request(self) -> MessageView:
-        """This round's request (history, then prefix and what the run produced), reported."""
+        """This round's request (history, then prefix and what the run produced), reported.
+
+        A service-backed run sends what the service has not seen yet: the first request
+        the context messages and the input, each later one the run's newer messages.
+        """
         request = self.history.followed_by((*self.prefix, *self.produced[self.sent_from :]))
+        if self.service:
+            total = len(request)
+            if self.served:
+                request = MessageView((), 0, request[self.served :])
+            self.served = total
         if self.later_history is not None:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None
         if _trace.observed():  # spares listing the tool names for nobody
+            # named only for a request that continues a service's copy of the conversation
+            conversation = self.chat_options.conversation_id if self.service else None
             _trace.emit(
                 "model_request",
                 agent=self.agent._label,
@@ -180,6 +212,7 @@ class RunState:
                 messages=request,
                 tools=self.chat_options.tool_names,
                 instructions=self.chat_options.instructions,
+                **({} if conversation is None else {"conversation_id": conversation}),
             )
         return request
 
@@ -199,14 +232,15 @@ class RunState:
         )
 
     def without_tools(self) -> ChatOptions:
-        """This run's options with no tools offered (for the request past the limit)."""
+        """This run's options with tool_choice ``"none"`` (for the request past the limit):
+        the tools stay listed, as upstream lists them, but none may be called."""
         _trace.emit(
             "tool_round_limit",
             agent=self.agent._label,
             session=self.session.session_id,
             max_iterations=self.agent.max_tool_rounds,
         )
-        self.chat_options = replace(self.chat_options, tools=[])
+        self.chat_options = replace(self.chat_options, tool_choice="none")
         return self.chat_options
 
     def finish_without_tools(self, chat_response: ChatResponse) -> Message | None:
@@ -242,6 +276,14 @@ class RunState:
         if usage is not None:
             self.usage = usage if self.usage is None else self.usage + usage
         self.response_id = chat_response.response_id or self.response_id
+        if self.service:  # the service has its own answer: it is never sent back
+            self.served += len(chat_response.messages)
+        conversation_id = chat_response.conversation_id
+        if conversation_id is not None and conversation_id != self.chat_options.conversation_id:
+            # upstream: the answer's conversation is the session's, and the next request of
+            # this run continues it
+            self.chat_options = replace(self.chat_options, conversation_id=conversation_id)
+            self.session.service_session_id = conversation_id
         return [
             c
             for m in chat_response.messages
@@ -329,7 +371,8 @@ class RunState:
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read
             response._response_format = response_format
-        session.add_messages(kept)
+        if not self.service:  # a service keeps the run's messages itself
+            session.add_messages(kept)
         providers = agent.context_providers
         if providers:
             context = self.context
@@ -344,6 +387,43 @@ class RunState:
                     state=session.state.setdefault(provider.source_id, {}),
                 )
         return response
+
+
+def _service_mode(agent: Agent, session: AgentSession) -> tuple[Any, bool | None]:
+    """The client a run talks to, and whether the run is service-backed (None: decided
+    once the run's options are known, see :func:`_service_backed`).
+
+    A session of a ``service_*`` history store talks to loopsim's simulated service in
+    front of the agent's client (unless that client keeps the history itself).
+    """
+    store = session.history_store
+    client = agent.client
+    if store == "in_memory":
+        return client, (False if agent._keeps_local_history else None)
+    if not getattr(client, "STORES_BY_DEFAULT", False):
+        served = agent._service_clients.get(store)
+        if served is None:
+            kind: ServiceKind = (
+                "conversation" if store == "service_conversation" else "response_chain"
+            )
+            served = agent._service_clients[store] = ServiceChatClient(agent.client, kind=kind)
+        client = served
+    return client, True
+
+
+def _service_backed(
+    agent: Agent, options: ChatOptions, run_options: dict[str, Any], *, given: bool
+) -> bool:
+    """Upstream's rule: a run keeps a local history unless a service keeps it (a
+    conversation id, or a client that stores by default, or ``store=True``); the first
+    run given a session that keeps a local history makes the agent keep one for good."""
+    store = run_options.get("store")
+    stores = getattr(agent.client, "STORES_BY_DEFAULT", False) if store is None else store
+    if options.conversation_id is None and not stores:
+        if given:
+            agent._keeps_local_history = True
+        return False
+    return True
 
 
 def _note(exc: BaseException, text: str) -> None:

@@ -202,13 +202,15 @@ class AgentSession:
 
     Attributes:
         session_id: deterministic id (``session-0001``), kept across serialization.
-        state: JSON-safe dict; context providers keep their data under their source id.
+        state: context providers keep their (JSON-safe) data under their source id; an
+            ``in_memory`` history lives in ``state["in_memory"]["messages"]`` (the
+            messages themselves, as upstream's; :meth:`to_dict` writes them as dicts).
         history_store: which of the three stores holds the messages.
         service_session_id: the conversation id or last response id for ``service_*``
             stores (None for ``in_memory``, or before the first turn of a chain).
     """
 
-    __slots__ = ("_messages", "history_store", "service_session_id", "session_id", "state")
+    __slots__ = ("_messages", "_state", "history_store", "service_session_id", "session_id")
 
     def __init__(
         self,
@@ -224,11 +226,38 @@ class AgentSession:
             raise ValueError(msg)
         self.session_id = session_id or _trace.next_id("session")
         self.history_store: HistoryStoreKind = history_store
-        self.state: dict[str, Any] = {} if state is None else state
         self._messages = HistoryList(messages)
+        self.state = {} if state is None else state
         if history_store == "service_conversation" and service_session_id is None:
             service_session_id = conversation_service().new_conversation()
         self.service_session_id = service_session_id
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """JSON-safe data of the context providers, by source id; for an ``in_memory``
+        store also the live history, where upstream keeps it, once there is one:
+        ``state["in_memory"]["messages"]`` is the history list itself (no copy)."""
+        return self._state
+
+    @state.setter
+    def state(self, state: dict[str, Any]) -> None:
+        # a state that holds a history list brings it (upstream: assigning a restored
+        # session's state assigns its history); otherwise the session's own joins it
+        self._state = state
+        if self.history_store != "in_memory":
+            return
+        held = state.get(HISTORY_STATE_KEY)
+        if not isinstance(held, dict):
+            if self._messages:  # (an empty history joins the state when it first grows)
+                state[HISTORY_STATE_KEY] = {"messages": self._messages}
+            return
+        messages = held.get("messages")
+        if isinstance(messages, HistoryList):
+            self._messages = messages
+        elif isinstance(messages, list) and all(isinstance(m, Message) for m in messages):
+            self._messages = held["messages"] = HistoryList(messages)
+        else:
+            held["messages"] = self._messages
 
     def __repr__(self) -> str:
         return (
@@ -251,6 +280,9 @@ class AgentSession:
         """Append one turn's messages to the history."""
         if self.history_store == "in_memory":
             self._messages.extend(messages)
+            held = self._state.get(HISTORY_STATE_KEY)
+            if held is None or held.get("messages") is not self._messages:
+                self._state.setdefault(HISTORY_STATE_KEY, {})["messages"] = self._messages
         elif self.history_store == "service_conversation":
             assert self.service_session_id is not None  # noqa: S101 - set in __init__
             conversation_service().conversation(self.service_session_id).extend(messages)
@@ -267,9 +299,17 @@ class AgentSession:
         upstream keeps it, in ``state["in_memory"]["messages"]`` (see the module
         docstring for what each store keeps).
         """
-        state = copy.deepcopy(self.state)
+        live = self._state
+        held = live.get(HISTORY_STATE_KEY) if self.history_store == "in_memory" else None
+        if isinstance(held, dict) and held.get("messages") is self._messages:
+            # the live history is written as dicts, not deep-copied as objects
+            others = {k: v for k, v in held.items() if k != "messages"}
+            state = copy.deepcopy({k: v for k, v in live.items() if k != HISTORY_STATE_KEY})
+            state[HISTORY_STATE_KEY] = {**copy.deepcopy(others), "messages": []}
+        else:
+            state = copy.deepcopy(live)
         if self.history_store == "in_memory":
-            state[HISTORY_STATE_KEY] = {"messages": messages_to_dicts(self._messages)}
+            state.setdefault(HISTORY_STATE_KEY, {})["messages"] = messages_to_dicts(self._messages)
         return {
             "type": SESSION_TYPE,
             "session_id": self.session_id,

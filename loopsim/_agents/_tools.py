@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -14,8 +14,12 @@ ApprovalMode = Literal["never_require", "always_require"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class ToolArgumentError(ValueError):
-    """The model called a tool with arguments that do not fit its signature."""
+class ToolArgumentError(ValueError, TypeError):
+    """The model called a tool with arguments that do not fit its signature.
+
+    A ``TypeError`` as upstream's argument-validation error is, and a ``ValueError`` as
+    loopsim's was before.
+    """
 
 
 class FunctionTool:
@@ -63,8 +67,35 @@ class FunctionTool:
         """The JSON schema of the arguments."""
         return self._model.model_json_schema()
 
-    async def invoke(self, arguments: dict[str, Any] | None = None) -> Any:
-        """Validate ``arguments`` and call the function (awaiting it if async)."""
+    async def invoke(
+        self,
+        arguments: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        skip_parsing: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Validate ``arguments`` and call the function (awaiting it if async).
+
+        Upstream's call shapes work: ``invoke(arguments={...})``, ``invoke(a=1, b=2)``
+        (keywords are the arguments when ``arguments`` is not given; any other keyword is a
+        ``TypeError``) and ``skip_parsing=True``. The function's own value is
+        returned either way: loopsim never wraps a result in contents (upstream does
+        unless ``skip_parsing``), so ``skip_parsing`` changes nothing here.
+
+        Raises:
+            ToolArgumentError: the arguments do not fit the tool's signature.
+        """
+        del skip_parsing  # the value is never parsed into contents (see above)
+        if kwargs:
+            # upstream: keywords are the arguments only when ``arguments`` is not given
+            declared = self._model.model_fields if arguments is None else {}
+            unexpected = ", ".join(sorted(k for k in kwargs if k not in declared))
+            if unexpected:
+                msg = f"unexpected keyword argument(s) for tool {self.name!r}: {unexpected}"
+                raise TypeError(msg)
+            arguments = kwargs
+        if isinstance(arguments, BaseModel):
+            arguments = arguments.model_dump()
         try:
             parsed = self._model.model_validate(arguments or {})
         except ValidationError as exc:

@@ -37,7 +37,6 @@ from .._agents import (
     FunctionTool,
     SessionContext,
     SupportsAgentRun,
-    ToolArgumentError,
 )
 from .._messages import Message
 from .._wording import WORDING, say
@@ -78,16 +77,6 @@ def _reject_bool(value: object) -> object:
 
 #: An integer task id as the tools accept it (``"3"`` and ``3.0`` pass, ``True`` does not).
 TaskId = Annotated[int, BeforeValidator(_reject_bool)]
-
-
-class _BackgroundTool(FunctionTool):
-    """A FunctionTool whose argument errors come back to the model as ``Error: ...`` text."""
-
-    async def invoke(self, arguments: dict[str, Any] | None = None) -> Any:
-        try:
-            return await super().invoke(arguments)
-        except ToolArgumentError as exc:
-            return say("background.bad_arguments", detail=exc)
 
 
 class BackgroundAgentsProvider(ContextProvider):
@@ -454,27 +443,27 @@ class BackgroundAgentsProvider(ContextProvider):
 
         timeout = self._wait_timeout_seconds
         tools: list[FunctionTool] = [
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_start_task,
                 description=say("background.tool.start"),
             ),
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_wait_for_first_completion,
                 description=say("background.tool.wait", timeout=timeout),
             ),
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_get_task_results,
                 description=say("background.tool.results"),
             ),
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_get_all_tasks,
                 description=say("background.tool.list"),
             ),
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_continue_task,
                 description=say("background.tool.continue"),
             ),
-            _BackgroundTool(
+            FunctionTool(
                 background_agents_clear_completed_task,
                 description=say("background.tool.clear"),
             ),
@@ -549,12 +538,14 @@ class BackgroundAgentsProvider(ContextProvider):
                 finally:
                     for run in runs:
                         run.remove_listener(wake)
-                if not any(run.finished for run in runs):
-                    return say("background.wait.timeout", timeout=self._wait_timeout_seconds)
                 # Let runs that end at this same virtual instant finish too, so the winner
                 # is chosen among all of them (by the simulation's tie breaker, see
-                # ``_ties``), not by which one the scheduler happened to run first.
+                # ``_ties``), not by which one the scheduler happened to run first; and a
+                # deadline that falls on a finish reports the finish, as upstream does,
+                # whichever of the two timers was set first.
                 await settle()
+                if not any(run.finished for run in runs):
+                    return say("background.wait.timeout", timeout=self._wait_timeout_seconds)
                 tied = [run for run in runs if run.finished]
                 winner = tied[break_tie([run.task_id for run in tied])]
             finally:

@@ -21,8 +21,11 @@ from ._replay import ReplayDriftWarning as ReplayDriftWarning
 from ._scripted import ScriptedChatClient as ScriptedChatClient
 from ._scripted import Turn as Turn
 from ._scripted import split_into_updates as split_into_updates
+from ._subclass import BaseChatClient as BaseChatClient
+from ._subclass import FunctionInvocationLayer as FunctionInvocationLayer
 
 __all__ = [
+    "BaseChatClient",
     "ChatClient",
     "ContentFilterError",
     "Fault",
@@ -31,6 +34,7 @@ __all__ = [
     "ModelError",
     "ModelTimeoutError",
     "RateLimitError",
+    "FunctionInvocationLayer",
     "RealTimeChatClient",
     "RecordedTurn",
     "RecordingChatClient",

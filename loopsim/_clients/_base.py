@@ -34,8 +34,9 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
 
     Text is cut into word-sized chunks (whitespace kept, so merging restores it exactly);
     every other content is one update; usage comes last as a ``UsageContent`` update.
-    Every update carries its message's id and the response id, so
-    ``ChatResponse.from_updates`` gives back the same messages.
+    Every update carries its message's id and the response id (and the response's
+    ``conversation_id`` and ``finish_reason`` when it has them), so
+    ``ChatResponse.from_updates`` gives back the same messages and fields.
     """
     updates: list[ChatResponseUpdate] = []
     response_id = response.response_id
@@ -65,6 +66,11 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
                 response_id=response_id,
             )
         )
+    conversation_id, finish_reason = response.conversation_id, response.finish_reason
+    if conversation_id is not None or finish_reason is not None:
+        # upstream's streams carry them on their updates; merging keeps the last
+        fields = {"conversation_id": conversation_id, "finish_reason": finish_reason}
+        updates = [u.model_copy(update=fields) for u in updates]
     return updates
 
 

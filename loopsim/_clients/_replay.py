@@ -67,6 +67,24 @@ def _loopsim_id(value: str | None, kind: str) -> bool:
     return value is not None and re.fullmatch(rf"{kind}-\d{{4,}}", value) is not None
 
 
+def _recorded_a_storing_service(events: Sequence[Any], agent: str) -> bool:
+    """Whether ``agent``'s recorded requests went to a service that kept the history: a
+    request continuing a conversation (``conversation_id``) that holds fewer messages
+    than the request before it in that session plus its answer (a client that keeps no
+    history resends all of them)."""
+    last: dict[Any, int] = {}
+    for event in events:
+        data = event.data
+        if event.kind != "model_request" or data.get("agent") != agent:
+            continue
+        size = len(data.get("messages") or ())
+        session = data.get("session")
+        if "conversation_id" in data and session in last and size <= last[session]:
+            return True
+        last[session] = size
+    return False
+
+
 def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
     """Pair the ``model_request``/``model_response`` events of ``agent`` into turns."""
     turns: list[RecordedTurn] = []
@@ -169,6 +187,10 @@ class ReplayChatClient(FakeChatClient):
             self._queues.setdefault(turn.session, []).append(turn)
         self._session_map: dict[str, str | None] = {}
         self._claimed: set[str | None] = set()
+        # The recording talked to a service that keeps the conversation: the replay stands
+        # in for that service, so the Agent sends it only the new messages, as it sent
+        # the recorded ones.
+        self.STORES_BY_DEFAULT = _recorded_a_storing_service(transcript.events, agent_name)
 
     # -- inspection ---------------------------------------------------------------------
 

@@ -18,13 +18,8 @@ from ._chat import AgentResponse as AgentResponse
 from ._chat import ChatOptions as ChatOptions
 from ._chat import ChatRequest as ChatRequest
 from ._chat import ChatResponse as ChatResponse
-from ._chat import Message as Message
-from ._chat import MessagesInput as MessagesInput
 from ._chat import build_agent_response as build_agent_response
 from ._chat import build_chat_response as build_chat_response
-from ._chat import normalize_messages as normalize_messages
-from ._chat import text_content as text_content
-from ._chat import text_message as text_message
 from ._content import Content as Content
 from ._content import DataContent as DataContent
 from ._content import ErrorContent as ErrorContent
@@ -36,6 +31,11 @@ from ._content import TextContent as TextContent
 from ._content import UriContent as UriContent
 from ._content import Usage as Usage
 from ._content import UsageContent as UsageContent
+from ._message import Message as Message
+from ._message import MessagesInput as MessagesInput
+from ._message import normalize_messages as normalize_messages
+from ._message import text_content as text_content
+from ._message import text_message as text_message
 from ._updates import AgentResponseUpdate as AgentResponseUpdate
 from ._updates import ChatResponseUpdate as ChatResponseUpdate
 from ._updates import build_agent_update as build_agent_update

@@ -1,4 +1,4 @@
-"""Messages, responses, options and requests (streaming updates are in ``_updates``).
+"""Responses, options and requests (messages are in ``_message``, updates in ``_updates``).
 
 All are pydantic v2 models, so every one round-trips through JSON exactly
 (``Model.model_validate_json(m.model_dump_json()) == m``).
@@ -6,25 +6,18 @@ All are pydantic v2 models, so every one round-trips through JSON exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Generic
 
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from ._content import (
-    CONTENT_TYPES,
     MODEL_CONFIG,
     Content,
-    ContentInput,
-    TextContent,
     Usage,
-    contents_of,
-    text_of,
 )
-
-if TYPE_CHECKING:
-    from ._updates import AgentResponseUpdate, ChatResponseUpdate
 
 __all__ = [
     "MESSAGES_ADAPTER",
@@ -41,100 +34,21 @@ __all__ = [
     "text_message",
 ]
 
-# -- building models from values that are already valid ------------------------------------
-#
-# Validation costs 1-4 us per model and the loop builds several per iteration from values
-# that are already exactly what validation would return (model instances, exact ``str``,
-# None). The helpers below build such models directly, with the very state validation
-# gives (``__dict__`` in field order, the same fields set, no extra, no private). Each
-# checks its inputs and falls back to the validating constructor when one is not of the
-# exact type validation would keep unchanged (a str subclass, a dict for a model...), so
-# errors and coercions stay those of pydantic. model_construct is no help here: it is
-# slower than validation for these small models (measured, pydantic 2.14).
-
+from ._message import (
+    Message,
+    MessagesInput,
+    _all_messages,
+    _built,
+    _optional_str,
+    normalize_messages,
+    text_content,
+    text_message,
+)
 from ._structured import PRIVATE_DEFAULTS, StructuredValue
+from ._updates import AgentResponseUpdate, ChatResponseUpdate, merge_updates
 
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def _built(
-    cls: type[_M],
-    values: dict[str, Any],
-    fields_set: set[str] | None = None,
-    private: dict[str, Any] | None = None,
-) -> _M:
-    """``cls`` with ``values`` as validation would store them (``fields_set``: every key)."""
-    obj = _new_object(cls)
-    _set_attribute(obj, "__dict__", values)
-    _set_attribute(
-        obj, "__pydantic_fields_set__", set(values) if fields_set is None else fields_set
-    )
-    _set_attribute(obj, "__pydantic_extra__", None)
-    _set_attribute(obj, "__pydantic_private__", private)
-    return obj
-
-
-def _optional_str(value: object) -> bool:
-    return value is None or type(value) is str
-
-
-def _all_messages(messages: Sequence[Any]) -> bool:
-    for message in messages:  # noqa: SIM110 - a loop is cheaper than all(<genexpr>) here
-        if not isinstance(message, Message):
-            return False
-    return True
-
-
-def _all_contents(contents: Sequence[Any]) -> bool:
-    for content in contents:  # noqa: SIM110 - a loop is cheaper than all(<genexpr>) here
-        if not isinstance(content, CONTENT_TYPES):
-            return False
-    return True
-
-
-def text_content(text: str) -> TextContent:
-    """``TextContent(text=text)``, built without validation when ``text`` is a str."""
-    if type(text) is str:
-        return _built(TextContent, {"type": "text", "text": text}, {"text"})
-    return TextContent(text=text)
-
-
-def text_message(
-    role: str, text: str, author_name: str | None = None, message_id: str | None = None
-) -> Message:
-    """``Message(role, [TextContent(text=text)], author_name=..., message_id=...)``."""
-    return build_message(role, [text_content(text)], author_name, message_id)
-
-
-def build_message(
-    role: str,
-    contents: list[Content],
-    author_name: str | None = None,
-    message_id: str | None = None,
-) -> Message:
-    """``Message(role, contents, author_name=..., message_id=...)`` for content instances.
-
-    Takes ownership of ``contents`` (the message keeps that list).
-    """
-    if (
-        type(role) is str
-        and _optional_str(author_name)
-        and _optional_str(message_id)
-        and type(contents) is list
-        and _all_contents(contents)
-    ):
-        return _built(
-            Message,
-            {
-                "role": role,
-                "contents": contents,
-                "author_name": author_name,
-                "message_id": message_id,
-            },
-        )
-    return Message(role, contents, author_name=author_name, message_id=message_id)
+#: The structured-output model of a ``ChatOptions`` (any model when not given).
+ResponseModelT = DefaultTypeVar("ResponseModelT", bound=BaseModel, default=BaseModel)
 
 
 def build_agent_response(
@@ -190,92 +104,6 @@ def build_chat_response(
             private=dict(PRIVATE_DEFAULTS),
         )
     return ChatResponse(messages, response_id=response_id, usage=usage)
-
-
-class Message(BaseModel):
-    """One chat message: a role and its contents.
-
-    ``Message("user", ["hi"])``, ``Message("user", text="hi")`` and ``Message.user("hi")``
-    are the same message. Strings in ``contents`` become :class:`TextContent`.
-    """
-
-    model_config = MODEL_CONFIG
-
-    role: str
-    contents: list[Content] = Field(default_factory=list)
-    author_name: str | None = None
-    message_id: str | None = None
-
-    def __init__(
-        self,
-        role: str,
-        contents: Sequence[ContentInput] | str | None = None,
-        *,
-        text: str | None = None,
-        author_name: str | None = None,
-        message_id: str | None = None,
-        **extra: Any,
-    ) -> None:
-        items = contents_of(contents)
-        if text is not None:
-            items.append(TextContent(text=text))
-        # **extra reaches pydantic, which rejects unknown fields (extra="forbid")
-        super().__init__(
-            role=role, contents=items, author_name=author_name, message_id=message_id, **extra
-        )
-
-    @classmethod
-    def user(cls, text: str, *, author_name: str | None = None) -> Message:
-        """A user message holding ``text``."""
-        return cls._of_text("user", text, author_name)
-
-    @classmethod
-    def assistant(cls, text: str, *, author_name: str | None = None) -> Message:
-        """An assistant message holding ``text``."""
-        return cls._of_text("assistant", text, author_name)
-
-    @classmethod
-    def system(cls, text: str) -> Message:
-        """A system message holding ``text``."""
-        return cls._of_text("system", text, None)
-
-    @classmethod
-    def _of_text(cls, role: str, text: str, author_name: str | None) -> Message:
-        if cls is Message:
-            return text_message(role, text, author_name)
-        return cls(role, [TextContent(text=text)], author_name=author_name)
-
-    @property
-    def text(self) -> str:
-        """The concatenated text of the message's text contents."""
-        return text_of(self.contents)
-
-
-MessagesInput = str | Message | Sequence[str | Message] | None
-
-
-def normalize_messages(messages: MessagesInput) -> list[Message]:
-    """Turn a run's ``messages`` argument (str, Message, sequence or None) into a list."""
-    if messages is None:
-        return []
-    if isinstance(messages, str):
-        return [Message.user(messages)]
-    if isinstance(messages, Message):
-        return [messages]
-    if not isinstance(messages, Sequence):
-        got = type(messages).__name__
-        msg = f"messages must be a str, a Message or a sequence of them, got {got}"
-        raise TypeError(msg)
-    result: list[Message] = []
-    for item in messages:
-        if isinstance(item, str):
-            result.append(Message.user(item))
-        elif isinstance(item, Message):
-            result.append(item)
-        else:
-            msg = f"messages[{len(result)}] must be a str or a Message, got {type(item).__name__}"
-            raise TypeError(msg)
-    return result
 
 
 class AgentResponse(StructuredValue, BaseModel):
@@ -341,8 +169,6 @@ class AgentResponse(StructuredValue, BaseModel):
         one message; text pieces are concatenated. ``UsageContent`` is summed into
         ``usage`` and not kept as content. The last non-empty response/agent id wins.
         """
-        from ._updates import merge_updates  # noqa: PLC0415 - the update module builds on this one
-
         messages, response_id, agent_id, usage = merge_updates(updates, with_agent_id=True)
         if cls is AgentResponse:
             return build_agent_response(
@@ -415,13 +241,12 @@ class ChatResponse(StructuredValue, BaseModel):
 
     @classmethod
     def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
-        """Merge streaming chat updates into one response (see AgentResponse.from_updates)."""
-        from ._updates import (  # noqa: PLC0415 - the update module builds on this one
-            AgentResponseUpdate,
-            ChatResponseUpdate,
-            merge_updates,
-        )
+        """Merge streaming chat updates into one response (see AgentResponse.from_updates).
 
+        The last ``conversation_id`` and ``finish_reason`` an update carries are the
+        response's, as upstream merges them.
+        """
+        listed = list(updates)
         messages, response_id, _, usage = merge_updates(
             (
                 u
@@ -433,18 +258,31 @@ class ChatResponse(StructuredValue, BaseModel):
                     message_id=u.message_id,
                     response_id=u.response_id,
                 )
-                for u in updates
+                for u in listed
             ),
             with_agent_id=False,
         )
-        if cls is ChatResponse:
+        conversation_id = finish_reason = None
+        for update in listed:
+            conversation_id = getattr(update, "conversation_id", None) or conversation_id
+            finish_reason = getattr(update, "finish_reason", None) or finish_reason
+        if cls is ChatResponse and conversation_id is None and finish_reason is None:
             return build_chat_response(messages, response_id=response_id, usage=usage)
-        return cls(messages, response_id=response_id, usage=usage)
+        return cls(
+            messages,
+            response_id=response_id,
+            usage=usage,
+            conversation_id=conversation_id,
+            finish_reason=finish_reason,
+        )
 
 
 @dataclass(slots=True)
-class ChatOptions:
+class ChatOptions(Generic[ResponseModelT]):
     """What an agent offers the model for one request.
+
+    Generic in the structured-output model, as upstream's ``ChatOptions[T]``:
+    ``ChatOptions[Answer](response_format=Answer)``.
 
     Attributes:
         instructions: the system instructions for this turn (None when there are none).
@@ -454,14 +292,22 @@ class ChatOptions:
         agent_name: who asks (set by :class:`~loopsim.Agent`; None for a direct call).
         session_id: the asking agent's session (set by the Agent), so recording and
             replaying clients can tell concurrent conversations apart.
+        tool_choice: upstream's ``tool_choice``: ``"auto"`` (an Agent's default),
+            ``"none"`` (the tools are listed but must not be called: the request past a
+            tool-loop limit), ``"required"`` or a mapping; None when nobody set one.
+        conversation_id: the service-side conversation this request continues (an
+            Agent sets it for a service-backed session; then the messages are only the
+            ones the service has not seen).
     """
 
     instructions: str | None = None
     tools: Sequence[Any] = ()
-    response_format: type[BaseModel] | None = None
+    response_format: type[ResponseModelT] | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
     agent_name: str | None = None
     session_id: str | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    conversation_id: str | None = None
 
     @property
     def tool_names(self) -> list[str]:

@@ -8,14 +8,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ._chat import (
-    Message,
-    _all_contents,
-    _built,
-    _optional_str,
-    build_message,
-    text_content,
-)
 from ._content import (
     MODEL_CONFIG,
     Content,
@@ -25,6 +17,14 @@ from ._content import (
     UsageContent,
     contents_of,
     text_of,
+)
+from ._message import (
+    Message,
+    _all_contents,
+    _built,
+    _optional_str,
+    build_message,
+    text_content,
 )
 
 __all__ = [
@@ -41,10 +41,18 @@ _U = TypeVar("_U", bound="_Update")
 
 
 def _build_update(
-    cls: type[_U], role: str, contents: Sequence[Content], ids: dict[str, str | None]
+    cls: type[_U],
+    role: str,
+    contents: Sequence[Content],
+    ids: dict[str, str | None],
+    unset: dict[str, None] | None = None,
 ) -> _U:
+    """``cls(role, contents, **ids)``; ``unset``: the fields left at their default."""
     if type(role) is str and all(map(_optional_str, ids.values())) and _all_contents(contents):
-        return _built(cls, {"role": role, "contents": list(contents), **ids})
+        values = {"role": role, "contents": list(contents), **ids}
+        if unset is None:
+            return _built(cls, values)
+        return _built(cls, {**values, **unset}, set(values))
     return cls(role, contents, **ids)
 
 
@@ -91,7 +99,11 @@ def build_chat_update(
 ) -> ChatResponseUpdate:
     """``ChatResponseUpdate(role, contents, ...)`` for content instances (list copied)."""
     ids = {"author_name": author_name, "message_id": message_id, "response_id": response_id}
-    return _build_update(ChatResponseUpdate, role, contents, ids)
+    return _build_update(ChatResponseUpdate, role, contents, ids, _CHAT_UPDATE_UNSET)
+
+
+#: The fields of a chat update its fast builder leaves at their default.
+_CHAT_UPDATE_UNSET: dict[str, None] = {"conversation_id": None, "finish_reason": None}
 
 
 def merge_updates(
@@ -239,7 +251,14 @@ class AgentResponseUpdate(_Update):
 
 
 class ChatResponseUpdate(_Update):
-    """One piece of a streaming chat response."""
+    """One piece of a streaming chat response.
+
+    Upstream's ``conversation_id`` (a service-side conversation the stream continues) and
+    ``finish_reason`` are here too; ``ChatResponse.from_updates`` keeps the last of each.
+    """
+
+    conversation_id: str | None = None
+    finish_reason: str | None = None
 
     # Spelled out so the pydantic mypy plugin keeps the positional signature of _Update.
     def __init__(

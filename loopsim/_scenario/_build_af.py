@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .._agents import ServiceChatClient, ServiceKind
+from .._agents._session import conversation_service
 from ._build import World, tool_functions
 from ._schema import AgentSpec
 from ._source import LoadedScenario
@@ -102,7 +104,7 @@ class AgentFrameworkWorld(World):
                     )
                     providers.append(self.provider)
                 top = af.Agent(
-                    client=as_chat_client(self.clients[parent.agent]),
+                    client=as_chat_client(self._parent_client()),
                     name=parent.agent,
                     instructions=spec.instructions,
                     description=spec.description,
@@ -117,6 +119,26 @@ class AgentFrameworkWorld(World):
             self.top = agent
             return
         self.top = self._looped(agent)
+
+    def _parent_client(self) -> Any:
+        """The parent's model; behind loopsim's simulated service for a ``service_*``
+        history store, which the package's Agent then talks to as to any service that
+        keeps the conversation (``conversation_id``, only new messages)."""
+        client = self.clients[self.scenario.parent.agent]
+        store = self.scenario.parent.history_store
+        if store == "in_memory":
+            return client
+        kind: ServiceKind = "conversation" if store == "service_conversation" else "response_chain"
+        return ServiceChatClient(client, kind=kind)
+
+    def create_session(self) -> Any:
+        """A new session of the top agent; for ``service_conversation``, on a conversation
+        the simulated service opens now (as the built-in engine's session does), so a
+        fresh-context clone continues that one conversation."""
+        session = self.top.create_session()
+        if self.scenario.parent.history_store == "service_conversation":
+            session.service_session_id = conversation_service().new_conversation()
+        return session
 
     def _af_agent(self, name: str, spec: AgentSpec) -> Any:
         import agent_framework as af  # noqa: PLC0415 - the optional extra

@@ -38,15 +38,6 @@ def engine_problems(scenario: Scenario, engine: Engine) -> Iterator[tuple[Loc, s
             "no ties: list, or engine: loopsim",
         )
     parent = scenario.parent
-    if parent.history_store != "in_memory":
-        yield (
-            ("parent", "history_store"),
-            (
-                f"the agent_framework engine has no simulated {parent.history_store} service: "
-                "its sessions keep history in memory"
-            ),
-            "history_store: in_memory, or engine: loopsim",
-        )
     loop = scenario.loop
     if loop is not None and parent.harness and loop.evaluators:
         yield (

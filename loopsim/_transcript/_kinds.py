@@ -35,10 +35,12 @@ class SessionEvent(_Agentful):
 
 
 class ModelRequest(_Agentful):
-    """``model_request``: offered tools, instructions (messages are checked apart)."""
+    """``model_request``: offered tools, instructions (messages are checked apart), and
+    the service-side conversation it continues (only when there is one)."""
 
     tools: list[str] = []
     instructions: str | None = None
+    conversation_id: str | None = None
 
 
 class ModelResponse(_Agentful):

@@ -82,6 +82,12 @@ class LoopsimChatClient(
         self._function_middleware = list(value)
 
     @property
+    def STORES_BY_DEFAULT(self) -> bool:  # type: ignore[override] # noqa: N802 - upstream's ClassVar, read per client here
+        """Whether the service keeps the history (then the Agent sends only new messages):
+        the loopsim client's own ``STORES_BY_DEFAULT`` (a ``ServiceChatClient``'s is True)."""
+        return bool(getattr(self.loopsim_client, "STORES_BY_DEFAULT", False))
+
+    @property
     def name(self) -> str | None:
         """The loopsim client's name (used as the agent label outside a traced run)."""
         name = getattr(self.loopsim_client, "name", None)
@@ -103,6 +109,12 @@ class LoopsimChatClient(
                 messages=converted,
                 tools=chat_options.tool_names,
                 instructions=chat_options.instructions,
+                **(
+                    {"conversation_id": chat_options.conversation_id}
+                    if chat_options.conversation_id is not None
+                    and (self.STORES_BY_DEFAULT or options.get("store"))
+                    else {}
+                ),
             )
         return converted, chat_options, agent, session
 
@@ -288,6 +300,7 @@ def _with_contents(update: Any, contents: list[Any]) -> Any:
         response_id=update.response_id,
         message_id=update.message_id,
         finish_reason=update.finish_reason,
+        conversation_id=update.conversation_id,
     )
 
 

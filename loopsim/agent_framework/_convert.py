@@ -294,6 +294,8 @@ def to_af_chat_response(
     return af.ChatResponse(
         messages=to_af_messages(response.messages),
         response_id=response.response_id,
+        conversation_id=response.conversation_id,
+        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         response_format=response_format,
     )
@@ -304,7 +306,13 @@ def to_loopsim_chat_response(response: af.ChatResponse[Any]) -> ChatResponse:
         to_loopsim_messages(response.messages),
         response_id=response.response_id,
         usage=to_loopsim_usage(response.usage_details),
+        conversation_id=response.conversation_id,
+        finish_reason=_finish_reason(response.finish_reason),
     )
+
+
+def _finish_reason(value: Any) -> str | None:
+    return None if value is None else str(getattr(value, "value", value))
 
 
 def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
@@ -314,6 +322,8 @@ def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
         author_name=update.author_name,
         response_id=update.response_id,
         message_id=update.message_id,
+        conversation_id=update.conversation_id,
+        finish_reason=update.finish_reason,  # type: ignore[arg-type] # a free string here
     )
 
 
@@ -324,6 +334,8 @@ def to_loopsim_chat_update(update: af.ChatResponseUpdate) -> ChatResponseUpdate:
         author_name=update.author_name,
         message_id=update.message_id,
         response_id=update.response_id,
+        conversation_id=update.conversation_id,
+        finish_reason=_finish_reason(update.finish_reason),
     )
 
 
@@ -363,7 +375,7 @@ def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpda
 
 # -- options --------------------------------------------------------------------------------
 
-_OPTION_FIELDS = ("instructions", "tools", "response_format")
+_OPTION_FIELDS = ("instructions", "tools", "response_format", "tool_choice", "conversation_id")
 
 
 _DECLARED: weakref.WeakKeyDictionary[Any, af.FunctionTool] = weakref.WeakKeyDictionary()
@@ -431,6 +443,10 @@ def to_af_options(options: ChatOptions | None) -> dict[str, Any]:
         result["tools"] = [_declared_tool(t) for t in options.tools]
     if options.response_format is not None:
         result["response_format"] = options.response_format
+    if options.tool_choice is not None:
+        result["tool_choice"] = options.tool_choice
+    if options.conversation_id is not None:
+        result["conversation_id"] = options.conversation_id
     return result
 
 
@@ -459,4 +475,6 @@ def to_loopsim_options(
         additional_properties=extra,
         agent_name=agent_name,
         session_id=session_id,
+        tool_choice=options.get("tool_choice"),
+        conversation_id=options.get("conversation_id"),
     )

@@ -222,7 +222,7 @@ class FunctionInvocationSpec(StrictModel):
     """The agent's tool loop, named as upstream's ``function_invocation_configuration``.
 
     ``max_iterations``: model turns with tools offered in one run (upstream's default 40);
-    past it one last request offers no tools.
+    past it one last request lets no tool be called (tool_choice "none").
     """
 
     max_iterations: PositiveCount = DEFAULT_MAX_TOOL_ITERATIONS
