@@ -47,10 +47,10 @@ from ._clients import ContentFilterError as ContentFilterError
 from ._clients import Fault as Fault
 from ._clients import FaultyChatClient as FaultyChatClient
 from ._clients import FunctionChatClient as FunctionChatClient
+from ._clients import FunctionInvocationLayer as FunctionInvocationLayer
 from ._clients import ModelError as ModelError
 from ._clients import ModelTimeoutError as ModelTimeoutError
 from ._clients import RateLimitError as RateLimitError
-from ._clients import FunctionInvocationLayer as FunctionInvocationLayer
 from ._clients import RealTimeChatClient as RealTimeChatClient
 from ._clients import RecordedTurn as RecordedTurn
 from ._clients import RecordingChatClient as RecordingChatClient
