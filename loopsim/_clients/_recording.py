@@ -9,7 +9,7 @@ real model is captured once and becomes a test.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +21,13 @@ from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpda
 from ._protocol import ChatClient
 from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
-__all__ = ["RecordedTurn", "RecordingChatClient", "dump_message", "message_summary"]
+__all__ = [
+    "RecordedTurn",
+    "RecordingChatClient",
+    "call_names",
+    "dump_message",
+    "message_summary",
+]
 
 _NO_OPTIONS = ChatOptions()
 
@@ -85,7 +91,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _content_summary(content: dict[str, Any]) -> str:
+def _content_summary(content: dict[str, Any], calls: Mapping[str, str]) -> str:
     kind = content.get("type")
     if kind == "text":
         return _json(content.get("text", ""))
@@ -95,9 +101,12 @@ def _content_summary(content: dict[str, Any]) -> str:
             f" #{content.get('call_id')}"
         )
     if kind == "function_result":
+        call_id = content.get("call_id")
+        tool = calls.get(str(call_id))
+        of = f"{tool} " if tool else ""
         if content.get("error") is not None:
-            return f"error #{content.get('call_id')}: {_json(content['error'])}"
-        return f"result #{content.get('call_id')} = {_json(content.get('result'))}"
+            return f"{of}error #{call_id}: {_json(content['error'])}"
+        return f"{of}result #{call_id} = {_json(content.get('result'))}"
     if kind == "function_approval_request":
         call = content.get("function_call") or {}
         arguments = _json(call.get("arguments", {}))
@@ -114,12 +123,27 @@ def _content_summary(content: dict[str, Any]) -> str:
     return f"{kind} {_json(rest)}"
 
 
-def message_summary(message: dict[str, Any]) -> str:
-    """One line for a message in JSON form: ``user: "hi"``, ``assistant: call f({}) #c1``."""
+def call_names(*conversations: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Call id -> tool name, for every function call in these JSON messages."""
+    names: dict[str, str] = {}
+    for messages in conversations:
+        for message in messages:
+            for content in message.get("contents", ()):
+                if content.get("type") == "function_call" and content.get("call_id") is not None:
+                    names[str(content["call_id"])] = str(content.get("name"))
+    return names
+
+
+def message_summary(message: dict[str, Any], calls: Mapping[str, str] | None = None) -> str:
+    """One line for a message in JSON form: ``user: "hi"``, ``assistant: call f({}) #c1``.
+
+    ``calls`` maps call ids to tool names, so a tool's result names its tool
+    (``tool: add result #c1 = "5"``).
+    """
     role = str(message.get("role", "?"))
     author = message.get("author_name")
     who = f"{role}({author})" if author else role
-    parts = [_content_summary(c) for c in message.get("contents", ())]
+    parts = [_content_summary(c, calls or {}) for c in message.get("contents", ())]
     return f"{who}: {', '.join(parts)}" if parts else f"{who}: <empty>"
 
 

@@ -20,7 +20,7 @@ from .. import _trace
 from .._errors import ReplayedModelError, ReplayMismatchError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
-from ._recording import RecordedTurn, dump_message, message_summary
+from ._recording import RecordedTurn, call_names, dump_message, message_summary
 
 __all__ = [
     "RecordedEvent",
@@ -306,9 +306,10 @@ def _diff(
     recorded = turn.messages
     for index, (a, b) in enumerate(zip(recorded, live, strict=False)):
         if comparable_message(a) != comparable_message(b):
+            calls = call_names(recorded[:index], live[:index])
             return (
-                f"message[{index}] {message_summary(a)}",
-                f"message[{index}] {message_summary(b)}",
+                f"message[{index}] {message_summary(a, calls)}",
+                f"message[{index}] {message_summary(b, calls)}",
             )
     if len(recorded) != len(live):
         n = min(len(recorded), len(live))
