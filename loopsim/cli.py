@@ -380,6 +380,26 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 # -- replay ---------------------------------------------------------------------------------------
 
 
+def _same_scenario(recorded: Transcript, loaded: Any, shown: str, scenario_file: str) -> None:
+    """A cassette (model calls only) must be one of this scenario: its name, its agents."""
+    from ._transcript._commands import WrongRecordingError  # noqa: PLC0415 - keep startup light
+    from ._transcript._verdict import is_cassette  # noqa: PLC0415
+
+    if not is_cassette(recorded):
+        return
+    agents = sorted({str(e.data.get("agent")) for e in recorded.events})
+    unknown = [a for a in agents if a not in loaded.scenario.agents]
+    if recorded.scenario not in (None, loaded.name) or unknown:
+        recorded_as = f"scenario {recorded.scenario!r}" if recorded.scenario else "no scenario"
+        msg = (
+            f"{shown} is a cassette of {recorded_as} (agents {', '.join(agents)}), not of "
+            f"{scenario_file} (scenario {loaded.name!r}, agents "
+            f"{', '.join(loaded.scenario.agents)}); pass that scenario's cassette "
+            f"(cassettes/{loaded.name}.transcript.json next to it)"
+        )
+        raise WrongRecordingError(msg)
+
+
 def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     """``loopsim replay TRANSCRIPT --scenario FILE``: re-run the scenario with the recorded
     seed and backend, every agent's model answering from the recording, and compare
@@ -400,6 +420,7 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
         return EXIT_USAGE
 
     def rerun(recorded: Transcript) -> Replayed:
+        _same_scenario(recorded, loaded, args.transcript, scenario_file)
         # Each agent's model answers from the recording (strict): a request that differs
         # from the recorded one is the divergence, reported at its event. A fresh run of
         # the scenario's own models tells model-side changes apart (reported as
