@@ -133,6 +133,14 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--scenario", metavar="FILE", default=None, help="the scenario file to re-run"
     )
+    parser.add_argument(
+        "--report-drift",
+        metavar="NEW",
+        default=None,
+        help="instead of replaying, run the scenario against its real models, record that "
+        "run into NEW (never into TRANSCRIPT) and print per model call what changed "
+        "(exit code 1 when something did); needs --scenario",
+    )
     parser.set_defaults(command=cmd_replay)
     return parser
 
