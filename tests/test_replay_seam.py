@@ -10,6 +10,7 @@ APIs, streamed and not.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -141,6 +142,12 @@ def test_each_request_to_the_model_is_one_cassette_entry(
     assert saved.events[0].data["tools"] == ["add"]
     assert saved.events[0].data["instructions"] == "be exact"
     assert saved.events[1].data["usage"]["input_tokens"] == 11
+    answers = [saved.events[1].data, saved.events[3].data]
+    assert [a["finish_reason"] for a in answers] == ["tool_calls", "stop"]
+    ids = [a["response_id"] for a in answers]
+    assert ids == (["resp_1", "resp_2"] if api == "responses" else ["chatcmpl_1", "chatcmpl_2"])
+    conversation = [a.get("conversation_id") for a in answers]
+    assert conversation == (["resp_1", "resp_2"] if api == "responses" else [None, None])
     assert KEY.encode() not in path.read_bytes()
 
 
@@ -200,9 +207,43 @@ def test_a_changed_or_raising_tool_is_the_first_divergence(  # noqa: PLR0917 - p
             tool=tool,
         )
     shown = str(info.value)
-    assert 'recorded: t=0 session None: message[2] tool: add result #call_add = "5"' in shown
-    assert f"live:     message[2] tool: {live}" in shown
+    # The Responses API continues the service-side conversation (previous_response_id):
+    # its second request carries only the tool's result, as it does without loopsim.
+    at = 0 if api == "responses" else 2
+    assert f'recorded: t=0 session None: message[{at}] tool: add result #call_add = "5"' in shown
+    assert f"live:     message[{at}] tool: {live}" in shown
     assert info.value.event_index == 2  # the second model call of the cassette
+
+
+@STREAMS
+@APIS
+def test_the_seam_sends_the_model_what_the_vendor_sends_without_it(api: str, stream: bool) -> None:
+    bodies: dict[bool, list[Any]] = {}
+    for seamed in (False, True):
+        with running() as server:
+            vendor = CLIENTS[api](model="fake-model", api_key=KEY, base_url=server.base_url)
+            seam = (
+                model_seam(vendor, loopsim.RecordingChatClient, close=vendor.client.close)
+                if seamed
+                else None
+            )
+            agent = af.Agent(client=vendor, name="calc", instructions="be exact", tools=[add])
+
+            async def main(agent: Any = agent, seam: Any = seam, vendor: Any = vendor) -> str:
+                try:
+                    return await ask(agent, stream=stream)
+                finally:
+                    if seam is not None:
+                        await seam.aclose()  # closes the vendor on its own loop
+                    else:
+                        await vendor.client.close()
+
+            text = asyncio.run(main()) if not seamed else loopsim.simulate(main)
+            assert text == "2 + 3 = 5"
+            bodies[seamed] = [body for _, _, body in server.requests]
+    assert bodies[True] == bodies[False]  # the same requests on the wire, byte for byte
+    if api == "responses":
+        assert bodies[True][1]["previous_response_id"] == "resp_1"
 
 
 def test_a_seam_is_installed_once_and_only_on_a_chat_client() -> None:

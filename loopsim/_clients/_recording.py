@@ -49,6 +49,8 @@ class RecordedTurn:
         error: ``"Type: message"`` when the call raised.
         event_index: index of the request in a transcript's events (replay only).
         instructions: the system instructions sent with the request (None: none).
+        finish_reason: why the model stopped (``"stop"``, ``"tool_calls"``...), as received.
+        conversation_id: the service-side conversation the response belongs to, if any.
     """
 
     agent: str | None
@@ -64,6 +66,8 @@ class RecordedTurn:
     event_index: int | None = None
     response_index: int | None = field(default=None, repr=False)
     instructions: str | None = None
+    finish_reason: str | None = None
+    conversation_id: str | None = None
 
     @property
     def delay(self) -> float:
@@ -253,6 +257,8 @@ class RecordingChatClient:
         turn.response = [self._dump(m) for m in response.messages]
         turn.usage = None if response.usage is None else response.usage.model_dump(mode="json")
         turn.response_id = response.response_id
+        turn.finish_reason = response.finish_reason
+        turn.conversation_id = response.conversation_id
         turn.response_time = _now()
         if self.emit:
             _trace.emit(

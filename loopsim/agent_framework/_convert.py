@@ -296,6 +296,8 @@ def to_af_chat_response(
         response_id=response.response_id,
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         response_format=response_format,
+        conversation_id=response.conversation_id,
+        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
     )
 
 
@@ -304,6 +306,8 @@ def to_loopsim_chat_response(response: af.ChatResponse[Any]) -> ChatResponse:
         to_loopsim_messages(response.messages),
         response_id=response.response_id,
         usage=to_loopsim_usage(response.usage_details),
+        conversation_id=response.conversation_id,
+        finish_reason=None if response.finish_reason is None else str(response.finish_reason),
     )
 
 

@@ -29,8 +29,8 @@ import agent_framework as af
 
 from .. import _trace
 from .._clients import ChatClient, RealTimeChatClient
+from .._clients._base import split_into_updates
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
-from ._chat_client import loopsim_updates
 from ._convert import (
     to_af_chat_response,
     to_af_chat_update,
@@ -82,21 +82,22 @@ class _Downstream:
         *,
         options: ChatOptions | None = None,
     ) -> ChatResponse:
+        """The model's answer: a streamed request is streamed on the wire as the code asked,
+        and merged by agent_framework (conversation id and finish reason included)."""
         pending = _pending(options)
-        pending.context.stream = False
         await pending.call_next()
-        return to_loopsim_chat_response(pending.context.result)
+        result = pending.context.result
+        if pending.context.stream:
+            async for _ in result:
+                pass
+            result = await result.get_final_response()
+        return to_loopsim_chat_response(result)
 
     async def get_streaming_response(
-        self,
-        messages: Sequence[Message],  # noqa: ARG002 - the pending request holds them
-        *,
-        options: ChatOptions | None = None,
+        self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
-        pending = _pending(options)
-        pending.context.stream = True
-        await pending.call_next()
-        async for update in loopsim_updates(pending.context.result):
+        """The model's answer (see :meth:`get_response`), as updates."""
+        for update in split_into_updates(await self.get_response(messages, options=options)):
             yield update
 
 
@@ -157,32 +158,35 @@ class ModelSeam(af.ChatMiddleware):
                 instructions=chat_options.instructions,
             )
         response_format = options.get("response_format")
-        if context.stream:
-            stream = self._stream(messages, chat_options, agent, session)
-            context.result = context.client._build_response_stream(
-                stream, response_format=response_format
-            )
-            return
+        # One whole answer per model call, streamed or not: a cassette entry is the merged
+        # response (conversation id and finish reason kept), and a stream is cut from it.
         try:
             response = await self.client.get_response(messages, options=chat_options)
         except Exception as exc:
             _failed(exc, agent, session)
             raise
         _answered(response, agent, session)
+        if context.stream:
+            context.result = context.client._build_response_stream(
+                _af_updates(response), response_format=response_format
+            )
+            return
         context.result = to_af_chat_response(response, response_format=response_format)
 
-    async def _stream(
-        self, messages: list[Message], options: ChatOptions, agent: str, session: str | None
-    ) -> AsyncIterator[af.ChatResponseUpdate]:
-        updates: list[ChatResponseUpdate] = []
-        try:
-            async for update in self.client.get_streaming_response(messages, options=options):
-                updates.append(update)
-                yield to_af_chat_update(update)
-        except Exception as exc:
-            _failed(exc, agent, session)
-            raise
-        _answered(ChatResponse.from_updates(updates), agent, session)
+
+async def _af_updates(response: ChatResponse) -> AsyncIterator[af.ChatResponseUpdate]:
+    """``response`` as agent_framework updates; the last carries the response-level fields
+    (conversation id, finish reason) that agent_framework's merge reads from updates."""
+    for update in split_into_updates(response):
+        yield to_af_chat_update(update)
+    if response.conversation_id is not None or response.finish_reason is not None:
+        yield af.ChatResponseUpdate(
+            contents=[],
+            role="assistant",
+            response_id=response.response_id,
+            conversation_id=response.conversation_id,
+            finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string
+        )
 
 
 def _answered(response: ChatResponse, agent: str, session: str | None) -> None:
