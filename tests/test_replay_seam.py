@@ -27,7 +27,7 @@ af = pytest.importorskip("agent_framework", reason="agent-framework-core is not 
 
 from openai_fake import running  # noqa: E402
 
-from loopsim.agent_framework import model_seam  # noqa: E402
+from loopsim.agent_framework import from_chat_client, model_seam  # noqa: E402
 
 KEY = "sk-loopsim-test-0123456789abcdefghijklmnop"
 QUESTION = "what is 2 + 3?"
@@ -258,3 +258,56 @@ def test_a_seam_is_installed_once_and_only_on_a_chat_client() -> None:
             CLIENTS["responses"](model="m", api_key=KEY, base_url="http://127.0.0.1:9/v1"),
             lambda _: object(),  # type: ignore[arg-type,return-value] # deliberately wrong
         )
+
+
+def _loopsim_engine(
+    api: str, base_url: str, cassette: loopsim.Cassette, tool: Callable[..., int]
+) -> str:
+    """The same program on loopsim's engine: loopsim.Agent runs the tools itself."""
+    vendor = CLIENTS[api](model="fake-model", api_key=KEY, base_url=base_url)
+    real = loopsim.RealTimeChatClient(from_chat_client(vendor), close=vendor.client.close)
+    agent = loopsim.Agent(
+        cassette.client("calc", lambda: real),
+        name="calc",
+        instructions="be exact",
+        tools=[loopsim.tool(tool, name="add")],
+    )
+
+    async def main() -> str:
+        try:
+            return str((await agent.run(QUESTION)).text)
+        finally:
+            await real.aclose()
+
+    return loopsim.simulate(main)
+
+
+@pytest.mark.parametrize("engine", ["loopsim", "agent_framework"])
+def test_both_engines_replay_their_tools_and_catch_a_changed_one(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "calc.transcript.json"
+
+    def run(mode: str, base_url: str, tool: Callable[..., int]) -> str:
+        cassette = loopsim.Cassette(path, mode)  # type: ignore[arg-type] # a mode literal
+        if engine == "loopsim":
+            text = _loopsim_engine("chat-completions", base_url, cassette, tool)
+        else:
+            wrap = lambda real: cassette.client("calc", real)  # noqa: E731 - one line
+            text = run_vendor("chat-completions", base_url, wrap, stream=False, tool=tool)[0]
+        cassette.finish()
+        return text
+
+    with running() as server:
+        assert run("once", server.base_url, add) == "2 + 3 = 5"
+    forbid_network(monkeypatch)
+    assert run("none", "http://127.0.0.1:9/v1", add) == "2 + 3 = 5"
+    with pytest.raises(loopsim.ReplayMismatchError, match=r'tool: add result #call_add = "6"'):
+        run("none", "http://127.0.0.1:9/v1", add_off_by_one)
+
+
+def test_recording_twice_gives_the_same_cassette(tmp_path: Path) -> None:
+    files = [tmp_path / folder / "calc.transcript.json" for folder in ("a", "b")]
+    for path in files:
+        record_cassette(path, "responses", stream=True)
+    assert files[0].read_bytes() == files[1].read_bytes()
