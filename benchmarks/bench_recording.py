@@ -5,7 +5,9 @@ iterations); the transcript is recorded and written out (``Transcript.to_json``,
 version 2). Rows: bytes per iteration, time per iteration to record + write, and the
 growth of both from the smallest to the largest run (targets: bytes <= 1.2x, time <= 2x;
 version 1, which wrote every request in full, grew quadratically: 4.4 KB -> 128 KB per
-iteration from 10 to 400 iterations). Reading the file back, rendering it as text (``loopsim
+iteration from 10 to 400 iterations). The same loop recorded into a cassette
+(``loopsim.Cassette``, model calls only) gives cassette bytes per model call at 10 and
+1,000 calls (target: flat, growth <= 1.2x). Reading the file back, rendering it as text (``loopsim
 show``) and diffing two readings of it are shown for reference (rendering and diffing
 were quadratic: 87 -> 2,101 us per iteration for the text from 10 to 1,000 iterations).
 """
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import gc
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import loopsim
 from loopsim import CompletionMarkerLoopEvaluator, LoopAgent, LoopAgentOptions
@@ -28,10 +32,16 @@ except ImportError:  # pragma: no cover
 SIZES = (10, 100, 1000)
 
 
-def _loop(iterations: int) -> LoopAgent:
+CASSETTE_SIZES = (10, 1000)
+
+
+def _loop(
+    iterations: int, client: Callable[[loopsim.ChatClient], loopsim.ChatClient] | None = None
+) -> LoopAgent:
     script = [f"step {i}" for i in range(1, iterations)] + [f"step {iterations} DONE"]
+    model: loopsim.ChatClient = loopsim.ScriptedChatClient(script)
     return LoopAgent(
-        loopsim.Agent(loopsim.ScriptedChatClient(script), name="worker"),
+        loopsim.Agent(model if client is None else client(model), name="worker"),
         CompletionMarkerLoopEvaluator("DONE"),
         LoopAgentOptions(max_iterations=iterations),
     )
@@ -57,6 +67,40 @@ def once(iterations: int) -> tuple[float, float, int, float, float]:
     assert loopsim.diff_transcripts(read, other) is None
     diffing = time.perf_counter() - began
     return recorded, reading, len(text.encode("utf-8")), showing, diffing
+
+
+def cassette_bytes(calls: int) -> int:
+    """Bytes of the cassette a ``calls``-model-call loop records (``Cassette`` mode all)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "loop.transcript.json"
+        cassette = loopsim.Cassette(path, "all")
+        agent = _loop(calls, lambda model: cassette.client("worker", model))
+        loopsim.simulate(agent.run, "go")
+        cassette.finish()
+        return path.stat().st_size
+
+
+def cassette_rows(sizes: Sequence[int] = CASSETTE_SIZES) -> list[Row]:
+    """Cassette bytes per model call at each size, and their growth (target <= 1.2x)."""
+    per = {n: cassette_bytes(n) / n for n in sizes}
+    rows = [
+        Row("recording", f"cassette n={n} model calls: bytes per model call", per[n], "B/call")
+        for n in sizes
+    ]
+    small, large = min(sizes), max(sizes)
+    if small != large:
+        growth = per[large] / per[small]
+        rows.append(
+            Row(
+                "recording",
+                f"cassette bytes per model call growth {small}->{large}",
+                growth,
+                "x",
+                target="<= 1.2x",
+                met=growth <= 1.2,
+            )
+        )
+    return rows
 
 
 def run(
@@ -105,7 +149,7 @@ def run(
                 met=time_growth <= 2,
             ),
         ]
-    return rows
+    return rows + cassette_rows()
 
 
 if __name__ == "__main__":

@@ -380,12 +380,72 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
 # -- replay ---------------------------------------------------------------------------------------
 
 
+def _report_drift(args: argparse.Namespace, loaded: Any, scenario_file: str) -> int:
+    """``--report-drift NEW``: record the scenario against its real models into NEW and
+    print per model call what changed against the recording (0 none, 1 drift, 2 usage)."""
+    from ._errors import LoopsimError  # noqa: PLC0415 - keep startup light
+    from ._scenario import BACKENDS, run_scenario  # noqa: PLC0415
+    from ._transcript import read_transcript  # noqa: PLC0415
+    from ._transcript._cassette import Cassette  # noqa: PLC0415
+    from ._transcript._commands import WrongRecordingError  # noqa: PLC0415
+    from ._transcript._drift import drift_report  # noqa: PLC0415
+
+    source, target = Path(args.transcript), Path(args.report_drift)
+    if target.resolve() == source.resolve():
+        print(  # noqa: T201 - CLI output
+            f"loopsim replay: --report-drift writes a new recording and never overwrites "
+            f"{source}: name another file",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        recorded = read_transcript(source)
+        _same_scenario(recorded, loaded, args.transcript, scenario_file)
+    except (LoopsimError, OSError) as exc:
+        prefix = "" if isinstance(exc, WrongRecordingError) else f"cannot read {source}: "
+        print(f"loopsim replay: {prefix}{exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    cassette = Cassette(target, "all")
+    backend = recorded.backend if recorded.backend in BACKENDS else None
+    result = run_scenario(loaded, seed=recorded.seed, backend=backend, models=cassette.client)
+    cassette.finish()  # the new recording, written whether or not the run passed
+    report = drift_report(recorded, read_transcript(target))
+    sys.stdout.write(report.text)
+    sys.stdout.write(
+        f"new recording: {target} (the scenario {'passed' if result.passed else 'failed'} on it)\n"
+    )
+    return 1 if report.drifted else 0
+
+
+def _same_scenario(recorded: Transcript, loaded: Any, shown: str, scenario_file: str) -> None:
+    """A cassette (model calls only) must be one of this scenario: its name, its agents."""
+    from ._transcript._commands import WrongRecordingError  # noqa: PLC0415 - keep startup light
+    from ._transcript._verdict import is_cassette  # noqa: PLC0415
+
+    if not is_cassette(recorded):
+        return
+    agents = sorted({str(e.data.get("agent")) for e in recorded.events})
+    unknown = [a for a in agents if a not in loaded.scenario.agents]
+    if recorded.scenario not in (None, loaded.name) or unknown:
+        recorded_as = f"scenario {recorded.scenario!r}" if recorded.scenario else "no scenario"
+        msg = (
+            f"{shown} is a cassette of {recorded_as} (agents {', '.join(agents)}), not of "
+            f"{scenario_file} (scenario {loaded.name!r}, agents "
+            f"{', '.join(loaded.scenario.agents)}); pass that scenario's cassette "
+            f"(cassettes/{loaded.name}.transcript.json next to it)"
+        )
+        raise WrongRecordingError(msg)
+
+
 def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
     """``loopsim replay TRANSCRIPT --scenario FILE``: re-run the scenario with the recorded
     seed and backend, every agent's model answering from the recording, and compare
     (0 identical, 1 diverged, 2 unreadable or invalid files)."""
     scenario_file = getattr(args, "scenario", None)
     if scenario_file is None:
+        if getattr(args, "report_drift", None) is not None:
+            print("loopsim replay: --report-drift needs --scenario FILE", file=sys.stderr)  # noqa: T201
+            return EXIT_USAGE
         return replay(args)
     from ._scenario import BACKENDS, load_scenario, run_scenario  # noqa: PLC0415 - keep startup light
     from ._scenario._model import model_agents  # noqa: PLC0415
@@ -399,7 +459,11 @@ def cmd_replay(args: argparse.Namespace, *, replay: Callable[..., int]) -> int:
         print(f"loopsim replay: cannot read {scenario_file}: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
 
+    if getattr(args, "report_drift", None) is not None:
+        return _report_drift(args, loaded, scenario_file)
+
     def rerun(recorded: Transcript) -> Replayed:
+        _same_scenario(recorded, loaded, args.transcript, scenario_file)
         # Each agent's model answers from the recording (strict): a request that differs
         # from the recorded one is the divergence, reported at its event. A fresh run of
         # the scenario's own models tells model-side changes apart (reported as

@@ -507,12 +507,29 @@ def _add_record_mode_option(group: Any) -> None:
     )
 
 
+#: Set on an item whose test call failed: its cassette's end-of-test checks are skipped.
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Note a failed test call, so a cassette reports one failure once (see below)."""
+    report = yield
+    if call.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True
+    return report
+
+
 @pytest.fixture
 def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     """This test's :class:`~loopsim._transcript._cassette.Cassette`, in the record mode of
     ``--loopsim-record-mode``; stored in ``cassettes/<module>/<test>.transcript.json`` next
     to the test file. ``loopsim_cassette.client(agent_name, real_client)`` gives the
-    client an agent talks to."""
+    client an agent talks to.
+
+    One failure, one report: when the test itself failed (a replay mismatch, say), the
+    cassette's end-of-test checks (every recorded turn asked for) are skipped and nothing
+    is written; they run, and may fail the teardown, only after a passing test."""
     from ._transcript._cassette import (  # noqa: PLC0415 - keep startup light
         Cassette,
         CassetteMissingError,
@@ -525,7 +542,8 @@ def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     except CassetteMissingError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield cassette
-    cassette.finish()
+    if not request.node.stash.get(_CALL_FAILED, False):
+        cassette.finish()
 
 
 def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:

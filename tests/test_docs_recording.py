@@ -18,7 +18,7 @@ KEY = "sk-docs-example-0123456789abcdefghij"
 
 def test_recording_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
-    assert len(blocks) == 2  # record, replay
+    assert len(blocks) == 3  # record, replay, the model-call seam end to end
     monkeypatch.chdir(tmp_path)
     with running() as server:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -30,6 +30,21 @@ def test_recording_page_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyP
     written = (tmp_path / "calc.transcript.json").read_bytes()
     assert KEY.encode() not in written
     exec(compile(blocks[1], "docs/recording.md", "exec"), {"__name__": "docs"})  # noqa: S102
+
+
+def test_the_model_seam_example_records_replays_and_catches_a_changed_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    with running() as server:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        scope: dict[str, object] = {"__name__": "docs"}
+        exec(compile(blocks[2], "docs/recording.md", "exec"), scope)  # noqa: S102 - our docs
+        assert len(server.requests) == 2  # recorded once; the replays sent nothing
+    cassette = tmp_path / "cassettes" / "calc.transcript.json"
+    assert KEY.encode() not in cassette.read_bytes()
 
 
 def test_recording_page_names_the_client_versions_it_was_tested_with() -> None:

@@ -4,6 +4,7 @@ loop stays linear); these properties hold them to the plain, event-by-event answ
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -105,3 +106,22 @@ def test_a_request_that_rewrites_history_shows_from_the_rewritten_message(
     assert "model_request" in line
     shown = f"(+{position} earlier)" if position else "earlier)"
     assert ("earlier)" not in line) if not position else (shown in line), line
+
+
+def _cassette_bytes(calls: int, folder: Path) -> int:
+    script = [f"step {i}" for i in range(1, calls)] + [f"step {calls} DONE"]
+    cassette = loopsim.Cassette(folder / f"loop{calls}.transcript.json", "all")
+    agent = LoopAgent(
+        loopsim.Agent(cassette.client("worker", loopsim.ScriptedChatClient(script)), name="worker"),
+        CompletionMarkerLoopEvaluator("DONE"),
+        LoopAgentOptions(max_iterations=calls),
+    )
+    loopsim.simulate(agent.run, "go")
+    cassette.finish()
+    return cassette.path.stat().st_size
+
+
+def test_cassette_bytes_per_model_call_stay_flat(tmp_path: Path) -> None:
+    # Each request resends the whole history; the cassette writes each message once.
+    small, large = _cassette_bytes(10, tmp_path) / 10, _cassette_bytes(300, tmp_path) / 300
+    assert large <= 1.2 * small, (small, large)

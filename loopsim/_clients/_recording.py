@@ -9,7 +9,7 @@ real model is captured once and becomes a test.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +21,13 @@ from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpda
 from ._protocol import ChatClient
 from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
-__all__ = ["RecordedTurn", "RecordingChatClient", "dump_message", "message_summary"]
+__all__ = [
+    "RecordedTurn",
+    "RecordingChatClient",
+    "call_names",
+    "dump_message",
+    "message_summary",
+]
 
 _NO_OPTIONS = ChatOptions()
 
@@ -45,6 +51,8 @@ class RecordedTurn:
         instructions: the system instructions sent with the request (None: none).
         faults: a script's model faults on this turn, in order (``{"kind": ...,
             "options": ...}``), played again on replay before its answer.
+        finish_reason: why the model stopped (``"stop"``, ``"tool_calls"``...), as received.
+        conversation_id: the service-side conversation the response belongs to, if any.
     """
 
     agent: str | None
@@ -64,6 +72,8 @@ class RecordedTurn:
     #: a fault struck this turn: its recorded duration is the faults' and the retries'
     #: (played live again on replay), not the model's
     faulted: bool = field(default=False, repr=False)
+    finish_reason: str | None = None
+    conversation_id: str | None = None
 
     @property
     def delay(self) -> float:
@@ -91,7 +101,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _content_summary(content: dict[str, Any]) -> str:
+def _content_summary(content: dict[str, Any], calls: Mapping[str, str]) -> str:
     kind = content.get("type")
     if kind == "text":
         return _json(content.get("text", ""))
@@ -101,9 +111,12 @@ def _content_summary(content: dict[str, Any]) -> str:
             f" #{content.get('call_id')}"
         )
     if kind == "function_result":
+        call_id = content.get("call_id")
+        tool = calls.get(str(call_id))
+        of = f"{tool} " if tool else ""
         if content.get("error") is not None:
-            return f"error #{content.get('call_id')}: {_json(content['error'])}"
-        return f"result #{content.get('call_id')} = {_json(content.get('result'))}"
+            return f"{of}error #{call_id}: {_json(content['error'])}"
+        return f"{of}result #{call_id} = {_json(content.get('result'))}"
     if kind == "function_approval_request":
         call = content.get("function_call") or {}
         arguments = _json(call.get("arguments", {}))
@@ -120,12 +133,27 @@ def _content_summary(content: dict[str, Any]) -> str:
     return f"{kind} {_json(rest)}"
 
 
-def message_summary(message: dict[str, Any]) -> str:
-    """One line for a message in JSON form: ``user: "hi"``, ``assistant: call f({}) #c1``."""
+def call_names(*conversations: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Call id -> tool name, for every function call in these JSON messages."""
+    names: dict[str, str] = {}
+    for messages in conversations:
+        for message in messages:
+            for content in message.get("contents", ()):
+                if content.get("type") == "function_call" and content.get("call_id") is not None:
+                    names[str(content["call_id"])] = str(content.get("name"))
+    return names
+
+
+def message_summary(message: dict[str, Any], calls: Mapping[str, str] | None = None) -> str:
+    """One line for a message in JSON form: ``user: "hi"``, ``assistant: call f({}) #c1``.
+
+    ``calls`` maps call ids to tool names, so a tool's result names its tool
+    (``tool: add result #c1 = "5"``).
+    """
     role = str(message.get("role", "?"))
     author = message.get("author_name")
     who = f"{role}({author})" if author else role
-    parts = [_content_summary(c) for c in message.get("contents", ())]
+    parts = [_content_summary(c, calls or {}) for c in message.get("contents", ())]
     return f"{who}: {', '.join(parts)}" if parts else f"{who}: <empty>"
 
 
@@ -235,6 +263,8 @@ class RecordingChatClient:
         turn.response = [self._dump(m) for m in response.messages]
         turn.usage = None if response.usage is None else response.usage.model_dump(mode="json")
         turn.response_id = response.response_id
+        turn.finish_reason = response.finish_reason
+        turn.conversation_id = response.conversation_id
         turn.response_time = _now()
         if self.emit:
             _trace.emit(

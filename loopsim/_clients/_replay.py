@@ -22,7 +22,7 @@ from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
 from ._faults import Fault
 from ._faulty import model_fault
-from ._recording import RecordedTurn, dump_message, message_summary
+from ._recording import RecordedTurn, call_names, dump_message, message_summary
 
 __all__ = [
     "RecordedEvent",
@@ -132,6 +132,8 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
             turn.response = list(data.get("messages") or ())
             turn.usage = data.get("usage")
             turn.response_id = data.get("response_id")
+            turn.finish_reason = data.get("finish_reason")
+            turn.conversation_id = data.get("conversation_id")
             turn.response_time = float(event.time)
             turn.response_index = index
     return [t for t in turns if id(t) not in taken]
@@ -182,6 +184,9 @@ class ReplayChatClient(FakeChatClient):
         self._played: set[int] = set()
         #: per turn: how many of its scripted faults were played again
         self._faulted: dict[int, int] = {}
+        # call id -> tool name over the whole recording: a request that carries only a
+        # tool's result (a service-side conversation) still names the tool in a mismatch
+        self._calls = call_names(*(t.response or () for t in self.turns))
         self._queues: dict[str | None, list[RecordedTurn]] = {}
         for turn in self.turns:
             self._queues.setdefault(turn.session, []).append(turn)
@@ -278,7 +283,7 @@ class ReplayChatClient(FakeChatClient):
                 f"no further recorded turn for agent {self.agent_name!r}",
                 f"a request ({len(live)} message(s), last {last})",
             )
-        difference = _diff(turn, live, tools, instructions)
+        difference = _diff(turn, live, tools, instructions, self._calls)
         if difference is not None:
             expected, actual = difference
             where = f"t={turn.request_time:g} session {turn.session}"
@@ -342,7 +347,13 @@ def _response_of(turn: RecordedTurn) -> ChatResponse:
     if _loopsim_id(response_id, "resp"):
         response_id = _trace.next_id("resp")
     usage = None if turn.usage is None else Usage.model_validate(turn.usage)
-    return ChatResponse(messages, response_id=response_id, usage=usage)
+    return ChatResponse(
+        messages,
+        response_id=response_id,
+        usage=usage,
+        conversation_id=turn.conversation_id,
+        finish_reason=turn.finish_reason,
+    )
 
 
 def _diff(
@@ -350,14 +361,19 @@ def _diff(
     live: list[dict[str, Any]],
     tools: Iterable[str],
     instructions: str | None = None,
+    calls: Mapping[str, str] | None = None,
 ) -> tuple[str, str] | None:
-    """None when ``live`` asks what ``turn`` recorded, else (recorded, live) in words."""
+    """None when ``live`` asks what ``turn`` recorded, else (recorded, live) in words.
+
+    ``calls`` (call id -> tool name) names the tool of a result whose call is not in the
+    request itself."""
     recorded = turn.messages
     for index, (a, b) in enumerate(zip(recorded, live, strict=False)):
         if comparable_message(a) != comparable_message(b):
+            named = {**(calls or {}), **call_names(recorded[:index], live[:index])}
             return (
-                f"message[{index}] {message_summary(a)}",
-                f"message[{index}] {message_summary(b)}",
+                f"message[{index}] {message_summary(a, named)}",
+                f"message[{index}] {message_summary(b, named)}",
             )
     if len(recorded) != len(live):
         n = min(len(recorded), len(live))

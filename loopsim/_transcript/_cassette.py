@@ -23,7 +23,7 @@ test file.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -64,17 +64,30 @@ def cassette_path(test_file: Path, test_name: str) -> Path:
 
 
 class _Episodes:
-    """new_episodes: the recorded turns first; past them, the real client (recorded)."""
+    """new_episodes: the recorded turns first; past them, the real client (recorded).
 
-    def __init__(self, replay: ReplayChatClient, live: RecordingChatClient) -> None:
-        self.replay, self.live = replay, live
+    The real client is built (``make_live``) only when a request is past the cassette.
+    """
+
+    def __init__(
+        self, replay: ReplayChatClient, make_live: Callable[[], RecordingChatClient]
+    ) -> None:
+        self.replay = replay
+        self._make_live = make_live
+        self.live: RecordingChatClient | None = None
         self.exhausted = not replay.turns
         self.answered = 0  # requests the cassette answered (the one past it is not one)
 
     @property
     def requests(self) -> list[ChatRequest]:
         """Requests answered from the cassette, then those sent to the real client."""
-        return [*self.replay.requests[: self.answered], *self.live.requests]
+        live = [] if self.live is None else self.live.requests
+        return [*self.replay.requests[: self.answered], *live]
+
+    def _live(self) -> RecordingChatClient:
+        if self.live is None:
+            self.live = self._make_live()
+        return self.live
 
     async def get_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
@@ -89,18 +102,33 @@ class _Episodes:
             else:
                 self.answered += 1
                 return response
-        return await self.live.get_response(messages, options=options)
+        return await self._live().get_response(messages, options=options)
 
     async def get_streaming_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
     ) -> AsyncIterator[ChatResponseUpdate]:
         if not self.exhausted and not self.replay.unplayed:
             self.exhausted = True
-        stream = self.live if self.exhausted else self.replay
+        stream = self._live() if self.exhausted else self.replay
         async for update in stream.get_streaming_response(messages, options=options):
             yield update
         if stream is self.replay:
             self.answered += 1
+
+
+def _built(real: ChatClient | Callable[[], ChatClient]) -> ChatClient:
+    """The real client: ``real`` itself, or what its factory (or ``resolve``) builds."""
+    resolve = getattr(real, "resolve", None)
+    if callable(resolve):  # built on first use (a scenario's `model:`): build it now and
+        made: ChatClient = resolve()  # record it directly, so the recorder finds its API key
+        return made
+    if isinstance(real, ChatClient):
+        return real
+    made = real()
+    if not isinstance(made, ChatClient):
+        msg = f"the cassette's client factory returned {made!r}, not a loopsim ChatClient"
+        raise TypeError(msg)
+    return made
 
 
 class Cassette:
@@ -148,7 +176,7 @@ class Cassette:
         self._recorders: list[RecordingChatClient] = []
         self._replays: list[ReplayChatClient] = []
         #: recording: each agent's first client; a second one replays what it recorded
-        self._first: dict[str, tuple[ReplayChatClient | None, RecordingChatClient]] = {}
+        self._first: dict[str, tuple[ReplayChatClient | None, RecordingChatClient | _Episodes]] = {}
         self._again: list[ReplayChatClient] = []
 
     def __enter__(self) -> Self:
@@ -158,8 +186,12 @@ class Cassette:
         if exc_type is None:
             self.finish()
 
-    def client(self, agent_name: str, real: ChatClient) -> ChatClient:
+    def client(self, agent_name: str, real: ChatClient | Callable[[], ChatClient]) -> ChatClient:
         """The chat client ``agent_name`` talks to in this mode (``real`` when recording).
+
+        ``real`` is the real client, or a factory (no arguments) that builds it: mode
+        ``none`` never calls the factory, ``new_episodes`` calls it only when a request is
+        past the cassette, ``once`` only when there is no cassette, ``all`` always.
 
         While recording, a second client for the same agent (the second engine of
         ``--loopsim-engine both``) replays what the first one recorded, strictly: the real
@@ -176,20 +208,30 @@ class Cassette:
             self._replays.append(replay)
         if not self.recording and replay is not None:
             return replay
-        resolve = getattr(real, "resolve", None)
-        if callable(resolve):  # built on first use (a scenario's `model:`): build it now and
-            real = resolve()  # record it directly, so the recorder finds its API key
-        live = RecordingChatClient(
-            real, agent_name=agent_name, secret_patterns=self.secret_patterns
-        )
-        self._recorders.append(live)
-        self._first[agent_name] = (replay, live)
-        return _Episodes(replay, live) if replay is not None else live
+        recorders = self._recorders
+
+        def make_live() -> RecordingChatClient:
+            live = RecordingChatClient(
+                _built(real), agent_name=agent_name, secret_patterns=self.secret_patterns
+            )
+            recorders.append(live)
+            return live
+
+        if replay is None:
+            live = make_live()
+            self._first[agent_name] = (None, live)
+            return live
+        episodes = _Episodes(replay, make_live)
+        self._first[agent_name] = (replay, episodes)
+        return episodes
 
     @staticmethod
-    def _turns_of(replay: ReplayChatClient | None, live: RecordingChatClient) -> list[RecordedTurn]:
+    def _turns_of(
+        replay: ReplayChatClient | None, live: RecordingChatClient | _Episodes
+    ) -> list[RecordedTurn]:
         kept = [] if replay is None else [t for t in replay.turns if t not in replay.unplayed]
-        return [*kept, *live.turns]
+        recorder = live.live if isinstance(live, _Episodes) else live
+        return [*kept, *(() if recorder is None else recorder.turns)]
 
     def finish(self) -> None:
         """Check every recorded turn was replayed; write the cassette when recording."""

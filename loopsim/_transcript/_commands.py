@@ -21,6 +21,7 @@ __all__ = [
     "ReplayVerdict",
     "Replayed",
     "Rerun",
+    "WrongRecordingError",
     "add_replay_parser",
     "add_show_parser",
     "cmd_replay",
@@ -41,6 +42,10 @@ FORMATS: dict[str, Callable[[Transcript], str]] = {
 #: Re-runs the program a transcript recorded and returns the new transcript (or what the
 #: re-run produced, with the error that stopped it).
 Rerun = Callable[[Transcript], "Transcript | Replayed"]
+
+
+class WrongRecordingError(LoopsimError):
+    """The recording given to ``loopsim replay`` belongs to another scenario."""
 
 
 def _read(path: str) -> Transcript | None:
@@ -128,6 +133,14 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--scenario", metavar="FILE", default=None, help="the scenario file to re-run"
     )
+    parser.add_argument(
+        "--report-drift",
+        metavar="NEW",
+        default=None,
+        help="instead of replaying, run the scenario against its real models, record that "
+        "run into NEW (never into TRANSCRIPT) and print per model call what changed "
+        "(exit code 1 when something did); needs --scenario",
+    )
     parser.set_defaults(command=cmd_replay)
     return parser
 
@@ -152,6 +165,9 @@ def cmd_replay(args: argparse.Namespace, *, rerun: Rerun | None = None) -> int:
         return EXIT_UNREADABLE
     try:
         live: Transcript | Replayed = rerun(transcript)
+    except WrongRecordingError as exc:
+        print(f"loopsim replay: {exc}", file=sys.stderr)  # noqa: T201 - CLI output
+        return EXIT_UNREADABLE
     except LoopsimError as exc:
         # A strict replay stops at the first request that differs: that is a divergence.
         live = Replayed(None, error=exc)

@@ -48,6 +48,8 @@ class ModelResponse(_Agentful):
 
     usage: dict[str, Any] | None = None
     response_id: str | None = None
+    finish_reason: str | None = None
+    conversation_id: str | None = None
 
 
 class ModelError(_Agentful):

@@ -260,6 +260,15 @@ class Transcript(BaseModel):
                             "messages": turn.response,
                             "usage": turn.usage,
                             "response_id": turn.response_id,
+                            # written only when the model gave them (older files have none)
+                            **{
+                                key: value
+                                for key, value in (
+                                    ("finish_reason", turn.finish_reason),
+                                    ("conversation_id", turn.conversation_id),
+                                )
+                                if value is not None
+                            },
                         },
                     )
                 )

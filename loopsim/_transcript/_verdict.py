@@ -22,7 +22,30 @@ from .._errors import ReplayMismatchError
 from ._diff import Divergence, diff_transcripts
 from ._model import Transcript
 
-__all__ = ["ReplayVerdict", "Replayed", "compare_replay"]
+__all__ = [
+    "CASSETTE_SCOPE",
+    "MODEL_KINDS",
+    "ReplayVerdict",
+    "Replayed",
+    "compare_replay",
+    "is_cassette",
+]
+
+#: The events a cassette holds: one request and its answer (or error) per model call.
+MODEL_KINDS = frozenset({"model_request", "model_response", "model_error"})
+
+#: What a replay of a cassette compares, and what it cannot see (the verdict says so).
+CASSETTE_SCOPE = (
+    "a cassette: compared the model calls and what the code under test sent "
+    "(messages, tool results, tools, instructions); it holds no tool, loop or task "
+    "events to compare"
+)
+
+
+def is_cassette(transcript: Transcript) -> bool:
+    """True when ``transcript`` holds model calls only (a cassette), not a full run."""
+    return bool(transcript.events) and all(e.kind in MODEL_KINDS for e in transcript.events)
+
 
 _SHOWN = 5  # model-side notes listed before "and N more"
 
@@ -66,6 +89,7 @@ class ReplayVerdict:
     divergences: tuple[str, ...] = ()
     model_side: tuple[str, ...] = ()
     divergence: Divergence | None = field(default=None, repr=False)
+    cassette: bool = False
 
     @property
     def compared(self) -> str:
@@ -92,6 +116,8 @@ class ReplayVerdict:
             lines.append(f"diverged: {self.divergences[0]}")
             lines.extend(f"  also: {d}" for d in self.divergences[1:])
             lines.append(f"compared: {self.compared}")
+        if self.cassette:
+            lines.append(f"recording: {CASSETTE_SCOPE}")
         if self.model_side:
             lines.append(
                 "answered from the recording, though the scenario's model side now differs "
@@ -351,6 +377,9 @@ def compare_replay(recorded: Transcript, replayed: Replayed | Transcript) -> Rep
     if isinstance(replayed, Transcript):
         replayed = Replayed(replayed)
     live = replayed.transcript or Transcript()
+    cassette = is_cassette(recorded)
+    if cassette:  # compare what a cassette records: the model calls
+        live = _model_calls(live, recorded)
     pairs = _pair(recorded, live)
     answered = [(a, b) for a, b in pairs.pairs if b.response is not None or b.error is not None]
     same = sum(1 for a, b in pairs.pairs if _diff(a, b.messages, b.tools, b.instructions) is None)
@@ -360,7 +389,8 @@ def compare_replay(recorded: Transcript, replayed: Replayed | Transcript) -> Rep
     if replayed.error is not None:
         problems.append(_from_error(replayed.error))
         # The replay stopped there; what it decided up to that point still counts.
-        problems.extend(_decided(recorded, live, prefix_only=True))
+        if not cassette:
+            problems.extend(_decided(recorded, live, prefix_only=True))
     else:
         for a, b in pairs.pairs:
             difference = _diff(a, b.messages, b.tools, b.instructions)
@@ -382,8 +412,9 @@ def compare_replay(recorded: Transcript, replayed: Replayed | Transcript) -> Rep
                 f"fewer model calls than recorded: {len(pairs.only_recorded)} recorded "
                 f"turn(s) never requested (first: {_where(first)}: {first.summary})"
             )
-        problems.extend(_decided(recorded, live))
-    divergence = diff_transcripts(recorded, live)
+        if not cassette:
+            problems.extend(_decided(recorded, live))
+    divergence = None if cassette else diff_transcripts(recorded, live)
     if divergence is not None and not problems:
         kind = divergence.expected or divergence.actual
         problems.append(
@@ -405,4 +436,10 @@ def compare_replay(recorded: Transcript, replayed: Replayed | Transcript) -> Rep
         divergences=tuple(problems),
         model_side=tuple(model_side),
         divergence=divergence,
+        cassette=cassette,
     )
+
+
+def _model_calls(live: Transcript, recorded: Transcript) -> Transcript:
+    """The live run's model events, with the recording's header (what a cassette holds)."""
+    return recorded.model_copy(update={"events": [e for e in live.events if e.kind in MODEL_KINDS]})

@@ -66,6 +66,8 @@ from ._convert import ConversionError as ConversionError
 from ._ids import install as _install_ids
 from ._runtime import EngineBackendError as EngineBackendError
 from ._runtime import check_backend as check_backend
+from ._seam import ModelSeam as ModelSeam
+from ._seam import model_seam as model_seam
 from ._tracing import install_auto_instrument as _install_auto_instrument
 from ._tracing import instrument as instrument
 from ._tracing import process_restart as process_restart
@@ -80,10 +82,12 @@ __all__ = [
     "ConversionError",
     "EngineBackendError",
     "LoopsimChatClient",
+    "ModelSeam",
     "as_agent",
     "as_chat_client",
     "check_backend",
     "from_chat_client",
     "instrument",
+    "model_seam",
     "process_restart",
 ]

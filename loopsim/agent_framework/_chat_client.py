@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any
 
 import agent_framework as af
@@ -26,7 +26,13 @@ from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope
 from ._tracing import ToolTraceMiddleware
 
-__all__ = ["AgentFrameworkChatClient", "LoopsimChatClient", "as_chat_client", "from_chat_client"]
+__all__ = [
+    "AgentFrameworkChatClient",
+    "LoopsimChatClient",
+    "as_chat_client",
+    "from_chat_client",
+    "loopsim_updates",
+]
 
 
 class LoopsimChatClient(
@@ -271,23 +277,31 @@ class AgentFrameworkChatClient:
         stream = self.af_client.get_response(
             to_af_messages(messages), stream=True, options=to_af_options(options)
         )
-        # A vendor streams one tool call in several chunks (its id first, then pieces of
-        # its arguments): they are held back and merged as agent_framework merges them,
-        # then passed on once, whole. Everything else goes on as it comes.
-        received: list[Any] = []
-        async for update in stream:
-            received.append(update)
-            rest = [c for c in update.contents if c.type != "function_call"]
-            if rest or not update.contents:
-                yield to_loopsim_chat_update(_with_contents(update, rest))
-        calls = [
-            content
-            for message in af.ChatResponse.from_updates(received).messages
-            for content in message.contents
-            if content.type == "function_call"
-        ]
-        if calls:
-            yield to_loopsim_chat_update(af.ChatResponseUpdate(role="assistant", contents=calls))
+        async for update in loopsim_updates(stream):
+            yield update
+
+
+async def loopsim_updates(stream: AsyncIterable[Any]) -> AsyncIterator[ChatResponseUpdate]:
+    """An agent_framework stream of updates as loopsim updates.
+
+    A vendor streams one tool call in several chunks (its id first, then pieces of its
+    arguments): they are held back and merged as agent_framework merges them, then passed
+    on once, whole. Everything else goes on as it comes.
+    """
+    received: list[Any] = []
+    async for update in stream:
+        received.append(update)
+        rest = [c for c in update.contents if c.type != "function_call"]
+        if rest or not update.contents:
+            yield to_loopsim_chat_update(_with_contents(update, rest))
+    calls = [
+        content
+        for message in af.ChatResponse.from_updates(received).messages
+        for content in message.contents
+        if content.type == "function_call"
+    ]
+    if calls:
+        yield to_loopsim_chat_update(af.ChatResponseUpdate(role="assistant", contents=calls))
 
 
 def _with_contents(update: Any, contents: list[Any]) -> Any:

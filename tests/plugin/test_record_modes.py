@@ -154,3 +154,74 @@ def test_a_scenario_file_records_its_cassette_next_to_it_and_replays_it(
     pytester.runpytest().assert_outcomes(passed=1)
     target.unlink()
     pytester.runpytest().assert_outcomes(failed=1)  # without the cassette: its scripts
+
+
+def test_a_replay_mismatch_is_reported_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_test(pytester, ["one", "two"])
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    recorded = cassette(pytester).read_bytes()
+    write_test(pytester, ["one", "three"])  # the second request differs
+    monkeypatch.setenv("NO_MODEL", "1")
+    for mode in ("none", "new_episodes"):
+        result = pytester.runpytest(f"--loopsim-record-mode={mode}")
+        result.assert_outcomes(failed=1)  # the divergence, and no teardown error beside it
+        assert "never requested" not in result.stdout.str()
+        result.stdout.fnmatch_lines(["*live:*three*"])
+    assert cassette(pytester).read_bytes() == recorded  # a failed test writes nothing
+
+
+def test_unplayed_turns_still_fail_a_passing_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_test(pytester, ["one", "two"])
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    write_test(pytester, ["one"])  # one model call fewer than recorded
+    monkeypatch.setenv("NO_MODEL", "1")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*1 recorded turn(s) never requested*"])
+
+
+# The real client comes from a factory that counts its calls (BUILT.log): building it is
+# what needs a key and a network, so a mode that replays must never call it.
+FACTORY_TEST = TEST_FILE.replace(
+    'loopsim_cassette.client("greeter", loopsim.FunctionChatClient(real_model))',
+    'loopsim_cassette.client("greeter", build)',
+).replace(
+    "def test_greet(",
+    """def build():
+    with (Path(__file__).parent / "built.log").open("a", encoding="utf-8") as log:
+        log.write("built\\n")
+    return loopsim.FunctionChatClient(real_model)
+
+
+def test_greet(""",
+)
+
+
+def builds(pytester: pytest.Pytester) -> int:
+    log = pytester.path / "built.log"
+    return len(log.read_text(encoding="utf-8").split()) if log.exists() else 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "questions", "built"),
+    [
+        ("none", ["one"], 0),
+        ("once", ["one"], 0),
+        ("new_episodes", ["one"], 0),  # the cassette answers everything
+        ("new_episodes", ["one", "two"], 1),  # a request past it: built then, once
+        ("all", ["one"], 1),
+    ],
+)
+def test_the_real_client_is_built_only_when_a_request_needs_it(
+    pytester: pytest.Pytester, mode: str, questions: list[str], built: int
+) -> None:
+    pytester.makepyfile(test_talk="QUESTIONS = ['one']\n" + FACTORY_TEST)
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    assert builds(pytester) == 1
+    pytester.makepyfile(test_talk=f"QUESTIONS = {questions!r}\n{FACTORY_TEST}")
+    pytester.runpytest(f"--loopsim-record-mode={mode}").assert_outcomes(passed=1)
+    assert builds(pytester) == 1 + built

@@ -223,3 +223,15 @@ def test_new_episodes_keeps_the_recording_and_adds_the_new_request(
     assert answers_in(cassette(pytester)) == ["hello hi", "hello again", "hello you, more"]
     monkeypatch.setenv("NO_MODEL", "1")
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_new_episodes_never_makes_the_model_when_the_cassette_answers_everything(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(pytester)
+    pytester.runpytest("--loopsim-record-mode=once").assert_outcomes(passed=1)
+    assert log(pytester).count("made greeter") == 1
+    monkeypatch.setenv("NO_MODEL", "1")  # making it now would fail the run
+    for mode in ("none", "once", "new_episodes"):
+        pytester.runpytest(f"--loopsim-record-mode={mode}").assert_outcomes(passed=1)
+    assert log(pytester).count("made greeter") == 1
