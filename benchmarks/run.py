@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 import bench_af  # noqa: E402
 import bench_loop  # noqa: E402
+import bench_memory  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
@@ -40,7 +41,7 @@ import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 from _common import Row, upstream_available  # noqa: E402
 
-SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording")
+SECTIONS = ("loop", "time", "scale", "suites", "report", "profile", "af", "recording", "memory")
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -196,6 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_af.run(repeat=5 if quick else 81, log=log)
         else:
             print("agent_framework engine skipped: agent-framework-core is not installed")
+    if "memory" in args.sections:
+        print("memory across runs ...", flush=True)
+        engines = ("loopsim", "agent_framework") if upstream else ("loopsim",)
+        rows += bench_memory.run(engines, runs=300 if quick else 2000, log=log)
     if "profile" in args.sections:
         try:
             import profile_loop  # noqa: PLC0415

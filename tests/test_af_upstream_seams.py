@@ -69,3 +69,11 @@ def test_the_seams_have_the_members_loopsim_uses() -> None:
     for hook in ("with_pull_context_manager", "with_cleanup_hook", "with_result_hook"):
         assert callable(getattr(af.ResponseStream, hook, None)), hook
     assert "_process_streaming" in vars(af.AgentLoopMiddleware)  # the loop runs lazily
+
+
+@pytest.mark.parametrize(("module_name", "name"), _upstream.INSTRUMENT_FACTORIES)
+def test_histogram_factories_loopsim_shares_still_exist(module_name: str, name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert callable(getattr(module, name, None)), (
+        f"{module_name}.{name} is gone: update _upstream.INSTRUMENT_FACTORIES"
+    )

@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 __all__ = [
+    "INSTRUMENT_FACTORIES",
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
     "UUID4_MODULES",
@@ -24,6 +25,15 @@ __all__ = [
 #: call occurrence ids, in-memory record keys. Modules that call ``uuid.uuid4()`` go
 #: through the ``uuid`` module and need no entry here.
 UUID4_MODULES = ("agent_framework._agents", "agent_framework._tools", "agent_framework._in_memory")
+
+#: Module functions that make a new OpenTelemetry histogram for each chat client and
+#: function tool agent_framework builds (module, function name). Without a meter provider
+#: set, OpenTelemetry's proxy meters keep every instrument made, for ever.
+INSTRUMENT_FACTORIES = (
+    ("agent_framework.observability", "_get_duration_histogram"),
+    ("agent_framework.observability", "_get_token_usage_histogram"),
+    ("agent_framework._tools", "_default_histogram"),
+)
 
 #: BackgroundAgentsProvider's dict of child agents by name.
 PROVIDER_AGENTS_ATTRIBUTE = "_agents"
