@@ -271,7 +271,7 @@ class VirtualClock:
             return
         from ._wall import frozen_wall_clock  # noqa: PLC0415 - freezegun only when asked
 
-        with frozen_wall_clock(_wall_lookup):
+        with frozen_wall_clock(_wall_lookup, _wall_owned):
             yield
 
 
@@ -302,6 +302,11 @@ def _read_by_user_code() -> bool:
             return module.partition(".")[0] not in _MACHINERY
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+def _wall_owned() -> bool:
+    clock = _current.get()
+    return clock is not None and clock._wall_clock and clock._session is not None
 
 
 def _wall_lookup() -> datetime | None:

@@ -55,11 +55,16 @@ def _nobody() -> datetime | None:
     return None
 
 
+def _no() -> bool:
+    return False
+
+
 class _SimulationTime:
     """freezegun's time factory: each simulation's instant for its code, real for the rest."""
 
     def __init__(self, _time_to_freeze: object = None) -> None:
         self.lookup: Lookup = _nobody
+        self.owned: Callable[[], bool] = _no  # cheaper than lookup() is not None
         self.below: Any = None  # the factory under ours (a freeze_time entered before), or None
 
     def __call__(self) -> datetime:
@@ -85,7 +90,7 @@ def _should_use_real_time() -> bool:
     factories = freezegun.api.freeze_factories
     if factories:
         top = factories[-1]
-        if isinstance(top, _SimulationTime) and top.below is None and top.lookup() is None:
+        if isinstance(top, _SimulationTime) and top.below is None and not top.owned():
             return True
     assert _original_should_use_real_time is not None  # noqa: S101 - installed with it
     return _original_should_use_real_time()
@@ -104,7 +109,7 @@ def _install_hook() -> None:
 _install_hook()
 
 
-def _start(lookup: Lookup) -> None:
+def _start(lookup: Lookup, owned: Callable[[], bool]) -> None:
     global _freezer, _factory
     factories: list[Any] = freezegun.api.freeze_factories
     below = factories[-1] if factories else None
@@ -124,21 +129,23 @@ def _start(lookup: Lookup) -> None:
         raise RuntimeError(msg)  # noqa: TRY004 - not a caller's type error
     factory.below = below
     factory.lookup = lookup
+    factory.owned = owned
     _freezer, _factory = freezer, factory
 
 
 @contextmanager
-def frozen_wall_clock(lookup: Lookup) -> Iterator[None]:
+def frozen_wall_clock(lookup: Lookup, owned: Callable[[], bool]) -> Iterator[None]:
     """Patch the wall clock (once for all simulations) while inside.
 
     ``lookup()`` answers, for the calling code, the virtual instant (naive UTC) of the
-    simulation it belongs to, or None (then it reads real time). Every simulation passes
-    the same ``lookup``; the first one in starts freezegun, the last one out stops it.
+    simulation it belongs to, or None (then it reads real time); ``owned()`` whether it
+    is not None, cheaply. Every simulation passes the same pair; the first one in
+    starts freezegun, the last one out stops it.
     """
     global _users, _freezer, _factory  # noqa: PLW0603 - one process-wide patch
     with _lock:
         if _users == 0:
-            _start(lookup)
+            _start(lookup, owned)
         _users += 1
     try:
         yield
