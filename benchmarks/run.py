@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 import bench_af  # noqa: E402
 import bench_faults  # noqa: E402
 import bench_loop  # noqa: E402
+import bench_memory  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
@@ -53,6 +54,7 @@ SECTIONS = (
     "recording",
     "faults",
     "trajectory",
+    "memory",
 )
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
@@ -209,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += bench_af.run(repeat=5 if quick else 81, log=log)
         else:
             print("agent_framework engine skipped: agent-framework-core is not installed")
+    if "memory" in args.sections:
+        print("memory across runs ...", flush=True)
+        engines = ("loopsim", "agent_framework") if upstream else ("loopsim",)
+        rows += bench_memory.run(engines, runs=300 if quick else 2000, log=log)
     if "profile" in args.sections:
         try:
             import profile_loop  # noqa: PLC0415

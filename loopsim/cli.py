@@ -120,7 +120,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not files:
         print("loopsim validate: no scenario files found", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
-    invalid = sum(not _validate_one(file) for file in files)
+    from ._supervise import phase  # noqa: PLC0415
+
+    invalid = 0
+    for file in files:
+        with phase("validate", scenario=str(file), bound=None):
+            invalid += not _validate_one(file)
     total = len(files)
     print(  # noqa: T201 - CLI output
         f"\n{total} scenario file{'s' if total != 1 else ''}: {total - invalid} valid, "
@@ -515,8 +520,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that run user code: from a shell, each runs in a supervised child process
+#: (``loopsim._supervise``), so that user code cannot decide the exit status.
+SUPERVISED = ("run", "validate", "check-evaluator", "replay")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script exits with it)."""
+    """Run the CLI; returns the exit code (the console script exits with it).
+
+    Called without ``argv`` (the console script, ``python -m loopsim``), the commands
+    that run user code run in a supervised child process whose verdict is the exit
+    code (docs/limits.md, "User code and the exit status"); with ``argv`` they run here.
+    """
+    if argv is None:
+        arguments = sys.argv[1:]
+        if arguments[:1] and arguments[0] in SUPERVISED:
+            from ._supervise import supervise  # noqa: PLC0415 - only commands running user code
+
+            return supervise(functools.partial(_cli, arguments), command=arguments[0])
+    return _cli(argv)
+
+
+def _cli(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a file name with undecodable bytes still prints
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

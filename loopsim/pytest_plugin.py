@@ -190,9 +190,33 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
     # that no syrupy assertion used for an unused snapshot, and deletes it: scenario
     # snapshots that share the folder with a test module's .ambr file are put back.
     kept = _scenario_snapshots(session)
+    _fail_on_leftovers(session)
     result = yield
     _put_back(session.config, kept)
+    from . import _supervise  # noqa: PLC0415
+
+    _supervise.record_verdict(int(session.exitstatus))
     return result
+
+
+_LEFTOVERS = pytest.StashKey[list[str]]()
+
+
+def _fail_on_leftovers(session: pytest.Session) -> None:
+    """User code that left threads running (or called sys.exit in one) fails the session
+    (shown in the terminal summary); the session's status is then the verdict that an
+    ``os._exit`` of user code exits with."""
+    from . import _supervise  # noqa: PLC0415
+
+    left = _supervise.leftover_threads()
+    session.config.stash[_LEFTOVERS] = left
+    if left and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in terminalreporter.config.stash.get(_LEFTOVERS, []):
+        terminalreporter.write_line(f"loopsim: user code {line}", red=True)
 
 
 def _scenario_snapshots(session: pytest.Session) -> dict[Path, str]:
@@ -251,6 +275,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _register_output(config)
     _block_looptime_without_pytest_asyncio(config)
+    from . import _supervise  # noqa: PLC0415
+
+    _supervise.install_exit_guard()
+    _supervise.watch_threads()
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if capture is not None:
+        _supervise.set_uncapture(capture.suspend_global_capture)
 
 
 def _register_output(config: pytest.Config) -> None:
@@ -334,9 +365,16 @@ class ScenarioItem(pytest.Item):
         self.user_properties.append(("loopsim_scenario", self.name))
 
     def runtest(self) -> None:
+        from ._supervise import phase  # noqa: PLC0415 - lazy: keep pytest startup light
+
+        with phase("scenario", scenario=str(self.path), bound=None):
+            self._runtest()
+
+    def _runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
         from ._files import safe_file_stem  # noqa: PLC0415
         from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
+        from ._supervise import bounds, phase  # noqa: PLC0415
 
         config = self.config
         try:
@@ -387,7 +425,10 @@ class ScenarioItem(pytest.Item):
             cassette = _scenario_cassette(config, self.path, loaded)
             if cassette is not None:
                 options["models"] = cassette.client
-            result = run_scenario(loaded, **options)
+            real_time = loaded.scenario.limits.real_time
+            bound = None if real_time is None else real_time + bounds().grace
+            with phase("scenario", scenario=str(self.path), bound=bound):
+                result = run_scenario(loaded, **options)
             if cassette is not None and result.passed:
                 cassette.finish()
         self.user_properties.append(("loopsim_elapsed", result.elapsed))

@@ -73,3 +73,11 @@ def test_the_middleware_layer_reads_agent_middleware_on_every_run() -> None:
     assert issubclass(af.Agent, layer)
     original = getattr(layer.run, _WRAPPED)
     assert 'getattr(self, "middleware"' in inspect.getsource(original)
+
+
+@pytest.mark.parametrize(("module_name", "name"), _upstream.INSTRUMENT_FACTORIES)
+def test_histogram_factories_loopsim_shares_still_exist(module_name: str, name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert callable(getattr(module, name, None)), (
+        f"{module_name}.{name} is gone: update _upstream.INSTRUMENT_FACTORIES"
+    )

@@ -35,17 +35,19 @@ thread limiter and the asyncio executor hooks, so a thread started with ``thread
 directly, or with a custom limiter, is invisible (time may jump past it, or a wait on
 it may be reported as a deadlock); a worker thread that calls back into the loop and
 waits there for virtual time stalls the clock. Runs with ``wall_clock=True`` patch the
-process (freezegun) and so cannot overlap across threads.
+process once (freezegun) and each sees its own instant: simulations in several threads
+may overlap, with or without a virtual wall clock.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from datetime import datetime, timedelta, timezone
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from loopsim import _trace
 from loopsim._entropy import install_uuid4, seeded_random
@@ -130,7 +132,8 @@ class VirtualClock:
         self._wall_clock = wall_clock
         self._elapsed = 0.0
         self._trace: Trace | None = None
-        self._move_wall: Callable[[float], None] | None = None
+        self._wall_start = self._start.replace(tzinfo=None)  # freezegun keeps naive UTC
+        self._session: Session[Any] | None = None
         self._lock = threading.Lock()
         self._running = False
 
@@ -224,12 +227,14 @@ class VirtualClock:
                 real_time_limit=self.real_time_limit,
             )
             token = _current.set(self)
+            self._session = session
             try:
                 with _trace.bind(trace), seeded_random(trace.seed), self._frozen_wall_clock():
                     return runner(session)
             finally:
                 session.alarm.cancel()
                 session.call_in_loop = None
+                self._session = None
                 _current.reset(token)
         finally:
             self._running = False
@@ -243,14 +248,22 @@ class VirtualClock:
         if when <= previous:
             return
         self._elapsed = when
-        if self._move_wall is not None:
-            self._move_wall(when)
         trace = self._trace
         if trace is not None and trace.observed:
             trace.emit("clock_jump", {"from": previous, "to": when})
 
-    def _owns_context(self) -> bool:
-        return _current.get() is self
+    def _wall_now(self) -> datetime:
+        """The virtual wall-clock instant, naive UTC, for freezegun (the owning code reads it).
+
+        Raises:
+            RealTimeLimitError: the run is past its real-time limit while its code reads
+                the frozen clock without letting the loop run (a busy wait on
+                ``perf_counter``/``monotonic``/``time.time``, which virtual time never moves).
+        """
+        session = self._session
+        if session is not None and session.overdue and _read_by_user_code():
+            raise session.frozen_clock_error()
+        return self._wall_start + timedelta(seconds=self._elapsed)
 
     @contextmanager
     def _frozen_wall_clock(self) -> Iterator[None]:
@@ -260,12 +273,50 @@ class VirtualClock:
             return
         from ._wall import frozen_wall_clock  # noqa: PLC0415 - freezegun only when asked
 
-        with frozen_wall_clock(self._start, self._elapsed, self._owns_context) as move:
-            self._move_wall = move
-            try:
-                yield
-            finally:
-                self._move_wall = None
+        with frozen_wall_clock(_wall_lookup, _wall_owned):
+            yield
+
+
+# Modules whose reads of the clock are machinery (a gc callback of hypothesis, anyio's
+# own bookkeeping): they get the frozen instant even when the run is overdue.
+_MACHINERY = (
+    "freezegun",
+    "loopsim",
+    "anyio",
+    "asyncio",
+    "trio",
+    "hypothesis",
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "sniffio",
+    "coverage",
+    "threading",
+    "logging",
+)
+
+
+def _read_by_user_code() -> bool:
+    frame = sys._getframe(2)  # the reader of the clock, cheaply
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if not module.startswith(("freezegun", "loopsim._clock")):
+            return module.partition(".")[0] not in _MACHINERY
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _wall_owned() -> bool:
+    clock = _current.get()
+    return clock is not None and clock._wall_clock and clock._session is not None
+
+
+def _wall_lookup() -> datetime | None:
+    """The virtual instant of the simulation the calling code belongs to (see ``_wall``)."""
+    clock = _current.get()
+    if clock is None or not clock._wall_clock or clock._session is None:
+        return None
+    return clock._wall_now()
 
 
 def _limit(name: str, value: float | None) -> float | None:

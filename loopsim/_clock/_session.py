@@ -155,6 +155,10 @@ class Session(Generic[T]):
         #: Backend hook: does some task sit on a cancellation it has not acted on?
         self.cancel_pending: Callable[[], bool] = _no
         self._real_deadline: float | None = None
+        #: Set by the watchdog thread once the real-time limit has passed: the frozen
+        #: wall clock then fails every read by the run's code (a busy wait on it would
+        #: never end, as the loop never gets to stop it).
+        self.overdue = False
         self._progress: tuple[float, int] = (-1.0, -1)
 
     @property
@@ -219,6 +223,9 @@ class Session(Generic[T]):
 
     def _alarm_fired(self) -> None:
         # On the watchdog thread: hand the work to the loop (it may have just ended).
+        deadline = self._real_deadline
+        if deadline is not None and real_time() >= deadline:
+            self.overdue = True
         call = self.call_in_loop
         if call is not None:
             call(self._on_alarm)
@@ -264,6 +271,27 @@ class Session(Generic[T]):
             virtual_time=clock._elapsed,
             seed=clock.seed,
         )
+
+    def frozen_clock_error(self) -> SimulationError:
+        """The error a read of the frozen clock raises once the run is overdue (recorded as
+        the run's failure too, in case the reading code swallows it)."""
+        limit = self.real_time_limit or 0.0
+        clock = self.clock
+        error = RealTimeLimitError(
+            f"real-time limit reached: the run took more than {limit:g} real seconds "
+            "(real_time_limit) while its code kept reading the frozen virtual clock "
+            "(time.perf_counter, time.monotonic or time.time stand still between two "
+            "awaits: a busy wait on them never ends; await anyio.sleep to let time move)",
+            limit="real_time",
+            value=limit,
+            waiting=[],
+            setting=_REAL_SETTING,
+            virtual_time=clock._elapsed,
+            seed=clock.seed,
+        )
+        if self.failure is None:
+            self.failure = error
+        return error
 
     def cancel_root(self) -> None:
         """Cancel the user's code; called from inside the loop after a failure."""

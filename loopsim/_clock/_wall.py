@@ -1,28 +1,33 @@
 """The virtual wall clock: ``datetime.now()`` / ``time.time()`` follow the simulation.
 
-freezegun does the patching. Two of its properties shape this module:
+freezegun does the patching. Three of its properties shape this module:
 
 * Entering ``freeze_time`` scans every loaded module for references to the real time
   functions (~4-9 ms with a few hundred modules loaded); leaving it undoes that. A
-  *nested* ``freeze_time`` only pushes a new time factory (~3 µs). So a run freezes
-  once for its whole duration, and a caller that wraps many runs in an outer
-  ``freeze_time`` (a test session, say) makes each run's freeze nearly free.
-* While frozen, ``time.monotonic``/``perf_counter`` read the frozen clock too. The
-  virtual event loop never reads them (its ``time()`` is the virtual clock), so
-  freezegun's ``real_asyncio`` patch is not needed (and not paid for).
+  *nested* ``freeze_time`` only pushes a new time factory (~3 µs). So the patch is
+  entered once while any simulation with a virtual wall clock runs, in any thread, and
+  left when the last one ends; a caller that wraps many runs in an outer ``freeze_time``
+  (a test session, say) makes each run's freeze nearly free.
+* freezegun's patch is process-wide (module attributes, one stack of time factories),
+  but a virtual instant belongs to one simulation. So the factory on top of freezegun's
+  stack is one :class:`_SimulationTime` for the whole process that asks, on every read,
+  whose code is reading: code running in a simulation's context (its tasks, and worker
+  threads started through ``anyio.to_thread``, ``asyncio.to_thread`` or
+  ``loop.run_in_executor``, which copy the context) reads that simulation's
+  ``start + elapsed``; any other code reads the real clock (or the instant of a
+  ``freeze_time`` entered before, below ours). freezegun's ``_should_use_real_time`` is
+  hooked so that ``time.time``/``monotonic``/``perf_counter`` ask the same question.
+  Two simulations in two threads, each with a virtual wall clock, therefore see their
+  own instants, and one with ``wall_clock=False`` sees the real clock.
+* ``freeze_time.start()`` pushes its factory *before* it patches the modules (the slow
+  part): a plain frozen factory on top during those milliseconds would show the new
+  instant to every thread. Our factory is therefore the one freezegun pushes (its
+  factory class is swapped for the duration of ``start``, under our lock).
 
-The frozen instant is moved by assigning the factory's ``time_to_freeze`` on every
-clock jump (~1.6 µs), computed from the start so no rounding accumulates.
-
-freezegun's patch is process-wide, but the frozen instant belongs to one simulation.
-Only code of that simulation sees it: code running in the simulation's context (its
-tasks, and worker threads started through ``anyio.to_thread``, ``asyncio.to_thread`` or
-``loop.run_in_executor``, which copy the context). Any other thread, in particular one
-running its own simulation with ``wall_clock=False``, reads the real clock (or the
-instant of a ``freeze_time`` it entered itself, below ours). Two freezegun hooks make it
-so: the factory on top of freezegun's stack is a :class:`_SimulationTime` (``datetime``
-reads the factory), and freezegun's ``_should_use_real_time`` answers yes for other
-code (``time.time``/``monotonic``/``perf_counter`` ask it first).
+While frozen, ``time.monotonic``/``perf_counter`` read the simulation's virtual time
+too (so durations that code measures around a virtual sleep come out as in production).
+The virtual event loop never reads them (its ``time()`` is the virtual clock), so
+freezegun's ``real_asyncio`` patch is not needed (and not paid for).
 """
 
 from __future__ import annotations
@@ -30,42 +35,53 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import freezegun.api
 from freezegun import freeze_time
 
-# freezegun patches process-wide state with a stack; two threads freezing at once would
-# pop each other's factories. Nested use in one thread is fine (a stack).
-_lock = threading.Lock()
-_owner: int | None = None
-_depth = 0
+__all__ = ["frozen_wall_clock", "real_seconds"]
 
+#: ``lookup()`` gives the calling code's virtual instant (naive UTC), or None when the
+#: code belongs to no simulation with a virtual wall clock.
+Lookup = Callable[[], datetime | None]
 
 # In a tuple: freezegun replaces module attributes that are the real datetime class.
 _REAL: tuple[Any] = (freezegun.api.real_datetime,)
 
 
-class _SimulationTime:
-    """freezegun's time factory for one simulation: frozen for it, real for the rest."""
+def _nobody() -> datetime | None:
+    return None
 
-    def __init__(
-        self, frozen: Callable[[], datetime], below: Any, owns: Callable[[], bool]
-    ) -> None:
-        self.frozen = frozen
-        self.below = below  # the factory under ours (a freeze_time entered before), or None
-        self.owns = owns
+
+def _no() -> bool:
+    return False
+
+
+class _SimulationTime:
+    """freezegun's time factory: each simulation's instant for its code, real for the rest."""
+
+    def __init__(self, _time_to_freeze: object = None) -> None:
+        self.lookup: Lookup = _nobody
+        self.owned: Callable[[], bool] = _no  # cheaper than lookup() is not None
+        self.below: Any = None  # the factory under ours (a freeze_time entered before), or None
 
     def __call__(self) -> datetime:
-        if self.owns():
-            return self.frozen()
+        mine = self.lookup()
+        if mine is not None:
+            return mine
         if self.below is not None:
             found: datetime = self.below()
             return found
         real: datetime = _REAL[0].now(timezone.utc)
         return real.replace(tzinfo=None)  # freezegun keeps naive UTC
 
+
+_lock = threading.Lock()
+_users = 0  # simulations inside frozen_wall_clock, in every thread
+_freezer: Any = None
+_factory: _SimulationTime | None = None
 
 _original_should_use_real_time: Callable[[], bool] | None = None
 
@@ -74,7 +90,7 @@ def _should_use_real_time() -> bool:
     factories = freezegun.api.freeze_factories
     if factories:
         top = factories[-1]
-        if isinstance(top, _SimulationTime) and top.below is None and not top.owns():
+        if isinstance(top, _SimulationTime) and top.below is None and not top.owned():
             return True
     assert _original_should_use_real_time is not None  # noqa: S101 - installed with it
     return _original_should_use_real_time()
@@ -93,48 +109,52 @@ def _install_hook() -> None:
 _install_hook()
 
 
-@contextmanager
-def frozen_wall_clock(
-    start: datetime, elapsed: float, owns: Callable[[], bool] = lambda: True
-) -> Iterator[Callable[[float], None]]:
-    """Freeze the wall clock at ``start + elapsed``; yields ``move(elapsed)``.
-
-    ``start`` must be aware and in UTC. ``owns()`` says whether the calling code belongs
-    to the simulation (sees the frozen instant); other code sees real time.
-    """
-    global _owner, _depth  # noqa: PLW0603 - one process-wide patch, one owner
-    me = threading.get_ident()
-    with _lock:
-        if _owner is not None and _owner != me:
-            msg = (
-                "another simulation with wall_clock=True is running in another thread; "
-                "freezegun patches the whole process, so such runs cannot overlap "
-                "(use wall_clock=False for concurrent runs)"
-            )
-            raise RuntimeError(msg)
-        _owner = me
-        _depth += 1
+def _start(lookup: Lookup, owned: Callable[[], bool]) -> None:
+    global _freezer, _factory
+    factories: list[Any] = freezegun.api.freeze_factories
+    below = factories[-1] if factories else None
+    freezer = freeze_time(
+        datetime(2000, 1, 1, tzinfo=timezone.utc)
+    )  # the instant is never read: ours answers
+    plain = freezegun.api.FrozenDateTimeFactory
+    # Swapped so that start() pushes our factory (see the module doc).
+    freezegun.api.FrozenDateTimeFactory = _SimulationTime  # type: ignore[misc,assignment]
     try:
-        base = start.replace(tzinfo=None)  # freezegun keeps naive UTC
-        freezer = freeze_time(base + timedelta(seconds=elapsed))
         factory = freezer.start()
-        factories: list[Any] = freezegun.api.freeze_factories
-        if factories and factories[-1] is factory:
-            below = factories[-2] if len(factories) > 1 else None
-            factories[-1] = _SimulationTime(factory, below, owns)
-        try:
+    finally:
+        freezegun.api.FrozenDateTimeFactory = plain  # type: ignore[misc]
+    if not isinstance(factory, _SimulationTime):  # pragma: no cover - a freezegun change
+        freezer.stop()
+        msg = "freezegun did not use loopsim's time factory; this freezegun is not supported"
+        raise RuntimeError(msg)  # noqa: TRY004 - not a caller's type error
+    factory.below = below
+    factory.lookup = lookup
+    factory.owned = owned
+    _freezer, _factory = freezer, factory
 
-            def move(elapsed: float) -> None:
-                factory.time_to_freeze = base + timedelta(seconds=elapsed)
 
-            yield move
-        finally:
-            freezer.stop()
+@contextmanager
+def frozen_wall_clock(lookup: Lookup, owned: Callable[[], bool]) -> Iterator[None]:
+    """Patch the wall clock (once for all simulations) while inside.
+
+    ``lookup()`` answers, for the calling code, the virtual instant (naive UTC) of the
+    simulation it belongs to, or None (then it reads real time); ``owned()`` whether it
+    is not None, cheaply. Every simulation passes the same pair; the first one in
+    starts freezegun, the last one out stops it.
+    """
+    global _users, _freezer, _factory  # noqa: PLW0603 - one process-wide patch
+    with _lock:
+        if _users == 0:
+            _start(lookup, owned)
+        _users += 1
+    try:
+        yield
     finally:
         with _lock:
-            _depth -= 1
-            if _depth == 0:
-                _owner = None
+            _users -= 1
+            if _users == 0 and _freezer is not None:
+                freezer, _freezer, _factory = _freezer, None, None
+                freezer.stop()
 
 
 def real_seconds() -> float:

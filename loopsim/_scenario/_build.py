@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .. import _trace
+from .. import _supervise, _trace
 from .._agents import Agent, ApprovalMode, FunctionTool
 from .._clients import (
     ChatClient,
@@ -355,7 +355,10 @@ class World:
             ) from None
         extra = {"background_agents": children} if children and _takes_children(factory) else {}
         try:
-            built = factory(client, name, **extra)
+            with _supervise.phase(
+                "factory", module=spec.factory, bound=_supervise.bounds().factory
+            ):
+                built = factory(client, name, **extra)
         except Exception as exc:  # user code: a located report, the cause kept
             raise self.loaded.where.error(
                 loc,
@@ -486,7 +489,11 @@ class World:
                 built.append(_loop.DelegateLoopEvaluator(next(decisions)))
             else:
                 assert isinstance(chosen, CustomEvaluatorSpec)  # noqa: S101 - five kinds
-                custom = import_object(chosen.import_path, self.loaded.folders)(**chosen.options)
+                evaluator_class = import_object(chosen.import_path, self.loaded.folders)
+                with _supervise.phase(
+                    "factory", module=chosen.import_path, bound=_supervise.bounds().factory
+                ):
+                    custom = evaluator_class(**chosen.options)
                 limit = self.scenario.limits.evaluator_call
                 if limit is not None:
                     where = f"loop.evaluators[{position}] ({chosen.import_path})"

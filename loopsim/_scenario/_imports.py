@@ -33,6 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .. import _supervise
 from ._schema import describe
 
 __all__ = [
@@ -121,7 +122,10 @@ def import_user_module(module_name: str, folders: Sequence[Path]) -> ModuleType:
     already = sys.modules.get(module_name)
     if already is not None:
         return already
-    with _quiet_argv(module_name) as held:
+    with (
+        _supervise.phase("import", module=module_name, bound=_supervise.bounds().import_),
+        _quiet_argv(module_name) as held,
+    ):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 import agent_framework as af
 
 __all__ = [
+    "INSTRUMENT_FACTORIES",
     "MIDDLEWARE_RUN_LAYER",
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
@@ -25,6 +26,15 @@ __all__ = [
 #: The class whose ``run`` reads ``agent.middleware`` on each call (a base of ``af.Agent``):
 #: zero-touch tracing wraps its ``run``.
 MIDDLEWARE_RUN_LAYER: Any = af.AgentMiddlewareLayer
+
+#: Module functions that make a new OpenTelemetry histogram for each chat client and
+#: function tool agent_framework builds (module, function name). Without a meter provider
+#: set, OpenTelemetry's proxy meters keep every instrument made, for ever.
+INSTRUMENT_FACTORIES = (
+    ("agent_framework.observability", "_get_duration_histogram"),
+    ("agent_framework.observability", "_get_token_usage_histogram"),
+    ("agent_framework._tools", "_default_histogram"),
+)
 
 #: BackgroundAgentsProvider's dict of child agents by name.
 PROVIDER_AGENTS_ATTRIBUTE = "_agents"

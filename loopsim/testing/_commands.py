@@ -144,6 +144,18 @@ def import_object(target: str) -> Any:
 
 def cmd_check_evaluator(args: argparse.Namespace) -> int:
     """Run :func:`loopsim.testing.check_evaluator` and print its report."""
+    from .._supervise import phase  # noqa: PLC0415
+
+    with phase("check", module=args.target.partition(":")[0], scenario=_label(args), bound=None):
+        return _check(args)
+
+
+def _label(args: argparse.Namespace) -> str:
+    return f"check-evaluator {args.target}"
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .._supervise import bounds, phase  # noqa: PLC0415
     from .._usercode import user_code_failure  # noqa: PLC0415
     from ._af_loops import resolve_af_loop  # noqa: PLC0415
     from ._checker import check_evaluator  # noqa: PLC0415 - hypothesis loads only when used
@@ -180,9 +192,10 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
             print(f"loopsim check-evaluator: {flag} must be > 0 seconds", file=sys.stderr)  # noqa: T201
             return EXIT_USAGE
     try:
-        if isinstance(factory, type):
-            factory(**options)
-        resolve_af_loop(factory, options, next_message)
+        with phase("factory", module=args.target, bound=bounds().factory):
+            if isinstance(factory, type):
+                factory(**options)
+            resolve_af_loop(factory, options, next_message)
     except BaseException as exc:  # noqa: BLE001 - the user's constructor: reported, never fatal
         error = user_code_failure(exc)  # a real Ctrl-C is re-raised
         print(  # noqa: T201 - CLI output
@@ -191,17 +204,19 @@ def cmd_check_evaluator(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    report = check_evaluator(
-        factory,
-        options=options,
-        max_examples=args.max_examples,
-        budget=args.budget,
-        marker=args.marker,
-        import_path=args.target,
-        next_message=next_message,
-        engine=args.engine,
-        call_time_limit=args.call_time_limit,
-        time_limit=args.time_limit,
-    )
+    bound = args.time_limit + bounds().grace
+    with phase("check", module=args.target.partition(":")[0], scenario=_label(args), bound=bound):
+        report = check_evaluator(
+            factory,
+            options=options,
+            max_examples=args.max_examples,
+            budget=args.budget,
+            marker=args.marker,
+            import_path=args.target,
+            next_message=next_message,
+            engine=args.engine,
+            call_time_limit=args.call_time_limit,
+            time_limit=args.time_limit,
+        )
     print(report.render())  # noqa: T201 - CLI output
     return EXIT_OK if report.passed else EXIT_FAILED
