@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -339,14 +340,39 @@ def read_transcript(
     """
     source = Path(path)
     limits = limits or TranscriptLimits()
-    size = source.stat().st_size
+    status = source.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise TranscriptError(
+            f"not a regular file ({_file_kind(status.st_mode)}); a transcript is a file "
+            "(reading a FIFO or a device could block or never end)",
+            path=source,
+        )
+    size = status.st_size
     if size > limits.max_bytes:
         raise TranscriptError(
             f"the file is {size:,} bytes, more than the {limits.max_bytes:,} read by "
             "default (pass limits=TranscriptLimits(max_bytes=...) to read it)",
             path=source,
         )
-    return Transcript.from_json(source.read_bytes(), path=source, limits=limits)
+    with source.open("rb") as handle:  # at most max_bytes, even if the file grows meanwhile
+        data = handle.read(limits.max_bytes + 1)
+    if len(data) > limits.max_bytes:
+        raise TranscriptError(
+            f"the file grew past the {limits.max_bytes:,} bytes read by default while it was read",
+            path=source,
+        )
+    return Transcript.from_json(data, path=source, limits=limits)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
 
 
 def _finite(value: float) -> bool:
