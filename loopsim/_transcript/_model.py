@@ -355,7 +355,9 @@ def read_transcript(
             path=source,
         )
     with source.open("rb") as handle:  # at most max_bytes, even if the file grows meanwhile
-        data = handle.read(limits.max_bytes + 1)
+        data = handle.read(size + 1)
+        if len(data) > size:
+            data += handle.read(limits.max_bytes + 1 - len(data))
     if len(data) > limits.max_bytes:
         raise TranscriptError(
             f"the file grew past the {limits.max_bytes:,} bytes read by default while it was read",
