@@ -8,6 +8,7 @@ its input, raise no Mermaid error, and run no script.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings
@@ -68,6 +69,7 @@ def _shown(text: str) -> str:
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inputs=st.lists(TEXT, min_size=1, max_size=6))
 @example(inputs=["first", "say %%{ here", "third", "fourth", "fifth", "sixth"])
+@example(inputs=["0\x1f0", "tab\there \udc80"])
 def test_every_message_is_drawn_and_no_script_runs(
     tmp_path_factory: object, inputs: list[str]
 ) -> None:
@@ -83,5 +85,10 @@ def test_every_message_is_drawn_and_no_script_runs(
     runs = [m for m in result["messages"] if m.startswith("t=") and " run " in m]
     assert len(runs) == len(inputs), (runs, diagram)
     for text, drawn in zip(inputs, runs, strict=True):
-        expected = _shown(text)[:20].rstrip()
-        assert expected.replace('"', "") in drawn.replace('"', "").replace("\\", ""), (text, drawn)
+        # drawn as JSON text (control characters as \\u escapes), whitespace folded
+        expected = _plain(_shown(json.dumps(text, ensure_ascii=False)))[:20].rstrip()
+        assert expected in _plain(drawn), (text, drawn)
+
+
+def _plain(text: str) -> str:
+    return text.replace('"', "").replace("\\", "")
