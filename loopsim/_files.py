@@ -9,7 +9,9 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["safe_file_stem", "write_atomic"]
+from ._errors import LoopsimError
+
+__all__ = ["UnsafePathError", "check_inside", "file_in", "safe_file_stem", "write_atomic"]
 
 _TMP_SUFFIX = ".tmp"
 _TMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<n>\d+)\.tmp$")
@@ -97,6 +99,10 @@ def _fsync_dir(directory: Path) -> None:
 
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]')
+#: Windows device names, with or without an extension (``con``, ``NUL.txt``, ``COM1``).
+_RESERVED = re.compile(
+    r"(?i)(?:CON|PRN|AUX|NUL|CONIN\$|CONOUT\$|(?:COM|LPT)[0-9\u00b9\u00b2\u00b3])(?:\.|$)"
+)
 _MAX_STEM_BYTES = 150  # leaves room for a suffix such as ".transcript.json" under 255 bytes
 
 
@@ -122,9 +128,48 @@ def safe_file_stem(name: str) -> str:
         cleaned = "scenario"
     if cleaned.startswith("."):  # never a hidden file, never "." or ".."
         cleaned = "_" + cleaned[1:]
+    if cleaned.endswith("."):  # Windows drops trailing dots: "a." would be "a"
+        cleaned = cleaned[:-1] + "_"
+    if _RESERVED.match(cleaned):  # CON, NUL, COM1.txt: devices on Windows
+        cleaned = "_" + cleaned
     encoded = cleaned.encode("utf-8")
     if cleaned == name and len(encoded) <= _MAX_STEM_BYTES:
         return cleaned
     digest = hashlib.sha256(raw).hexdigest()[:8]
     short = encoded[: _MAX_STEM_BYTES - 9].decode("utf-8", "ignore")
     return f"{short}-{digest}"
+
+
+class UnsafePathError(LoopsimError, ValueError):
+    """A file name made from user text would land outside its folder."""
+
+
+def file_in(folder: str | os.PathLike[str], name: str, suffix: str) -> Path:
+    """``folder / (safe_file_stem(name) + suffix)``, checked to lie inside ``folder``.
+
+    ``name`` is user text (a scenario, agent, model or test name); whatever it holds, the
+    result is one file directly in ``folder``. The check resolves symbolic links, so a
+    link planted in ``folder`` cannot lead the file elsewhere either: that raises
+    :class:`UnsafePathError`.
+
+    Example:
+        >>> file_in("cassettes", "../../escaped", ".transcript.json").name
+        '_._.._escaped-ea03bc47.transcript.json'
+    """
+    base = Path(folder)
+    target = base / f"{safe_file_stem(name)}{suffix}"
+    check_inside(base, target)
+    return target
+
+
+def check_inside(folder: str | os.PathLike[str], target: Path) -> None:
+    """Raise :class:`UnsafePathError` unless ``target`` resolves to a path in ``folder``."""
+    root = Path(folder).resolve()
+    where = target.resolve()
+    if where.parent != root and not where.is_relative_to(root):
+        msg = (
+            f"refusing to use {target}: it resolves to {where}, outside {root} "
+            "(a file name made from a scenario, agent, model or test name must stay in "
+            "its folder)"
+        )
+        raise UnsafePathError(msg)

@@ -35,6 +35,7 @@ and anyio plugins: option names are module constants, imports are lazy.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import warnings
@@ -372,7 +373,7 @@ class ScenarioItem(pytest.Item):
 
     def _runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
-        from ._files import safe_file_stem  # noqa: PLC0415
+        from ._files import file_in  # noqa: PLC0415
         from ._scenario import load_scenario, run_scenario  # noqa: PLC0415
         from ._supervise import bounds, phase  # noqa: PLC0415
 
@@ -420,9 +421,10 @@ class ScenarioItem(pytest.Item):
                 except OSError as exc:  # the failure itself must still be reported
                     result.write_problem = f"could not write the reproducer: {exc}"
                 else:
-                    written = target / f"{safe_file_stem(result.name)}.transcript.json"
+                    written = file_in(target, result.name, ".transcript.json")
         else:
-            cassette = _scenario_cassette(config, self.path, loaded)
+            with _cassette_problems():
+                cassette = _scenario_cassette(config, self.path, loaded)
             if cassette is not None:
                 options["models"] = cassette.client
             real_time = loaded.scenario.limits.real_time
@@ -430,7 +432,8 @@ class ScenarioItem(pytest.Item):
             with phase("scenario", scenario=str(self.path), bound=bound):
                 result = run_scenario(loaded, **options)
             if cassette is not None and result.passed:
-                cassette.finish()
+                with _cassette_problems():
+                    cassette.finish()
         self.user_properties.append(("loopsim_elapsed", result.elapsed))
         self.user_properties.extend(
             [
@@ -577,14 +580,29 @@ def loopsim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
         cassette_path,
     )
 
-    path = cassette_path(Path(str(request.path)), request.node.name)
-    try:
-        cassette = Cassette(path, request.config.getoption(RECORD_MODE_OPTION))
-    except CassetteMissingError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with _cassette_problems():
+        path = cassette_path(Path(str(request.path)), request.node.name)
+        try:
+            cassette = Cassette(path, request.config.getoption(RECORD_MODE_OPTION))
+        except CassetteMissingError as exc:
+            pytest.fail(str(exc), pytrace=False)
     yield cassette
     if not request.node.stash.get(_CALL_FAILED, False):
-        cassette.finish()
+        with _cassette_problems():
+            cassette.finish()
+
+
+@contextlib.contextmanager
+def _cassette_problems() -> Iterator[None]:
+    """A cassette that cannot be read, written or placed fails the item in a few lines
+    naming the file (not in a traceback of the plugin's code)."""
+    from ._errors import TranscriptError  # noqa: PLC0415 - startup
+    from ._files import UnsafePathError  # noqa: PLC0415
+
+    try:
+        yield
+    except (TranscriptError, UnsafePathError) as exc:
+        pytest.fail(f"cassette: {exc}", pytrace=False)
 
 
 def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
@@ -596,7 +614,11 @@ def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     from ._transcript._cassette import Cassette, CassetteMissingError  # noqa: PLC0415
 
     mode = config.getoption(RECORD_MODE_OPTION)
-    target = cassette_path(loaded) or path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+    from ._files import file_in  # noqa: PLC0415 - startup
+
+    target = cassette_path(loaded) or file_in(
+        path.parent / "cassettes", loaded.name, ".transcript.json"
+    )
     if mode == "none" and not target.exists() and not model_agents(loaded.scenario):
         return None
     if mode != "none" or target.exists():

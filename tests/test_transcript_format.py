@@ -277,7 +277,7 @@ def test_references_cannot_blow_up_memory() -> None:
             {"seq": seq, "time": 0, "kind": "model_request", "data": request_with(ref, ref)}
         )
     text = json.dumps({"format": "loopsim.transcript", "version": 2, "events": events})
-    with pytest.raises(TranscriptError, match="more than 20,000,000 messages"):
+    with pytest.raises(TranscriptError, match="more than 8,000,000 messages"):
         Transcript.from_json(text)
     with pytest.raises(TranscriptError, match="more than 1,000 messages"):
         Transcript.from_json(text, limits=TranscriptLimits(max_messages=1000))

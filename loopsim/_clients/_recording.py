@@ -226,9 +226,7 @@ class RecordingChatClient:
         if isinstance(known, Redactor):
             known.merge(self.redactor)
         else:
-            trace.resources[SECRETS_RESOURCE] = Redactor(
-                self.redactor.values, self.redactor.patterns, defaults=False
-            )
+            trace.resources[SECRETS_RESOURCE] = self.redactor.copy()
 
     def __repr__(self) -> str:
         return f"RecordingChatClient({self.inner!r}, turns={len(self.turns)})"

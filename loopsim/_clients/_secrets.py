@@ -7,33 +7,35 @@ proxy reflected, a token a tool returned. Two lines of defence:
 * :class:`Redactor` replaces secret values and secret-looking text with
   ``[REDACTED]`` in everything a :class:`~loopsim.RecordingChatClient` records (and,
   through the trace, in what a :class:`~loopsim.Recorder` records in the same run).
-* ``write_transcript`` scans the text it is about to write with the same patterns and
-  refuses (``TranscriptError``) when one matches, so nothing slips through.
+* ``write_transcript`` scans the text it is about to write with the same detectors
+  (``_detectors.DETECTORS``) and refuses (``TranscriptError``, with the line, column and
+  event of the match) when one matches, so nothing slips through.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_SECRET_PATTERNS", "REDACTED", "SECRETS_RESOURCE", "Redactor", "secret_values"]
+from ._detectors import DETECTORS, Scan, environment_secrets, is_secret_field
+
+__all__ = [
+    "DEFAULT_SECRET_PATTERNS",
+    "REDACTED",
+    "SECRETS_RESOURCE",
+    "Finding",
+    "Redactor",
+    "secret_values",
+]
 
 REDACTED = "[REDACTED]"
 
 #: Trace resource key under which recording clients register their redactor.
 SECRETS_RESOURCE = "loopsim.secrets"
 
-#: Text that looks like a credential whoever wrote it (regular expressions).
-DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
-    r"\bsk-[A-Za-z0-9_\-]{20,}",  # OpenAI-style keys (sk-..., sk-proj-...)
-    r"(?i:\bbearer\s+[A-Za-z0-9\-._~+/]{16,}=*)",  # an Authorization header's token
-    r"(?i:\bauthorization[\"']?\s*[:=]\s*[\"']?[^\s\"']{8,})",
-    r"(?i:\bapi[-_]?key[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9\-._~+/]{16,})",
-    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bgh[pousr]_[A-Za-z0-9]{36,}",  # GitHub tokens
-    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-)
+#: The built-in detectors' regular expressions (see ``_detectors.DETECTORS``).
+DEFAULT_SECRET_PATTERNS: tuple[str, ...] = tuple(d.pattern for d in DETECTORS)
 
 _SECRET_ATTRIBUTES = ("api_key", "_api_key", "token", "auth_token", "password")
 _INNER_ATTRIBUTES = ("inner", "client", "chat_client", "af_client", "_client", "async_client")
@@ -67,18 +69,44 @@ def _attribute(obj: Any, name: str) -> Any:
         return None
 
 
+@dataclass(frozen=True)
+class Finding:
+    """A secret found in a text: where (character offsets) and what kind it is."""
+
+    start: int
+    end: int
+    kind: str
+
+    def line(self, text: str) -> int:
+        """The 1-based line of ``text`` the secret starts on."""
+        return text.count("\n", 0, self.start) + 1
+
+    def column(self, text: str) -> int:
+        """The 1-based column of ``text`` the secret starts at."""
+        return self.start - (text.rfind("\n", 0, self.start) + 1) + 1
+
+
 class Redactor:
     """Replaces secret values and secret-looking text in JSON data with ``[REDACTED]``.
 
     Args:
         values: literal secrets (API keys, tokens) to remove wherever they appear.
-        patterns: regular expressions of secret-looking text, on top of
-            :data:`DEFAULT_SECRET_PATTERNS` (``defaults=False`` leaves those out).
+        patterns: regular expressions of secret-looking text, on top of the built-in
+            detectors (``_detectors.DETECTORS``).
+        defaults: use the built-in detectors, and take the values of environment
+            variables whose name looks secret (``OPENAI_API_KEY``, ``DB_PASSWORD``) as
+            literal secrets. ``defaults=False`` uses ``values`` and ``patterns`` only.
+
+    A dictionary entry whose key names a secret (``password``, ``api_key``, ``token``,
+    ``authorization``, ...) has its string or number value replaced whatever it holds.
+    Text is matched after dropping zero-width characters and NFKC normalization.
 
     Example:
         >>> from loopsim._clients._secrets import Redactor
         >>> Redactor(["hunter2-hunter2"]).redact({"text": "key=hunter2-hunter2!"})
         {'text': 'key=[REDACTED]!'}
+        >>> Redactor().text("db: postgres://app:s3cr3t@db:5432/app")
+        'db: postgres://[REDACTED]@db:5432/app'
     """
 
     def __init__(
@@ -88,25 +116,43 @@ class Redactor:
         *,
         defaults: bool = True,
     ) -> None:
-        self.values = sorted({v for v in values if v}, key=len, reverse=True)
-        self.patterns = (*(DEFAULT_SECRET_PATTERNS if defaults else ()), *patterns)
+        self.defaults = defaults
+        found = [*values, *(environment_secrets() if defaults else ())]
+        self.values = sorted({v for v in found if v}, key=len, reverse=True)
+        self.patterns = tuple(dict.fromkeys(patterns))
         self._compile()
 
     def _compile(self) -> None:
-        parts = [re.escape(v) for v in self.values] + [f"(?:{p})" for p in self.patterns]
-        self._regex = re.compile("|".join(parts)) if parts else None
+        self._scan = Scan(tuple(self.values), self.patterns, detectors=self.defaults)
 
     def merge(self, other: Redactor) -> None:
-        """Add ``other``'s values and patterns to this redactor."""
+        """Add ``other``'s values, patterns and detectors to this redactor."""
         self.values = sorted({*self.values, *other.values}, key=len, reverse=True)
         self.patterns = tuple(dict.fromkeys((*self.patterns, *other.patterns)))
+        self.defaults = self.defaults or other.defaults
         self._compile()
+
+    def copy(self) -> Redactor:
+        """A redactor of the same values, patterns and detectors."""
+        made = Redactor(self.values, self.patterns, defaults=False)
+        made.defaults = self.defaults
+        made._compile()
+        return made
 
     def text(self, value: str) -> str:
         """``value`` with every secret replaced."""
-        if self._regex is None:
+        spans = list(self._scan.spans(value))
+        if not spans:
             return value
-        return self._regex.sub(REDACTED, value)
+        out: list[str] = []
+        at = 0
+        for start, end, _ in spans:
+            if start < at:  # overlapping (normalization can map two matches to one place)
+                continue
+            out.extend((value[at:start], REDACTED))
+            at = end
+        out.append(value[at:])
+        return "".join(out)
 
     def redact(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
         """A copy of JSON ``value`` with secrets replaced in every string (keys too).
@@ -123,12 +169,25 @@ class Redactor:
             return done[1]
         copied: Any
         if isinstance(value, dict):
-            copied = {self.text(str(k)): self.redact(v, memo) for k, v in value.items()}
+            copied = {self.text(str(k)): self._field(str(k), v, memo) for k, v in value.items()}
         else:
             copied = [self.redact(v, memo) for v in value]
         memo[id(value)] = (value, copied)
         return copied
 
-    def find(self, text: str) -> re.Match[str] | None:
-        """The first secret-looking match in ``text`` (None when clean)."""
-        return None if self._regex is None else self._regex.search(text)
+    def _field(self, key: str, value: Any, memo: dict[int, Any]) -> Any:
+        if (
+            self.defaults
+            and isinstance(value, (str, int, float))
+            and not isinstance(value, bool)
+            and value not in ("", REDACTED)
+            and is_secret_field(key)
+        ):
+            return REDACTED
+        return self.redact(value, memo)
+
+    def find(self, text: str) -> Finding | None:
+        """The first secret in ``text`` (None when clean)."""
+        for start, end, kind in self._scan.spans(text):
+            return Finding(start, end, kind)
+        return None

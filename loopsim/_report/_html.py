@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from .._clients._recording import message_summary
+from .._escape import html_text, no_surrogates
 from .._files import write_atomic
 from .._transcript import Transcript
 from .._transcript._spans import Span, spans
@@ -62,7 +62,7 @@ svg.timeline text{font-size:11px;font-family:system-ui,sans-serif}
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return html_text(value)
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -83,7 +83,7 @@ def _fit(parts: Iterable[str], budget: int) -> tuple[list[str], int]:
     used = 0
     left_out = 0
     for part in parts:
-        size = len(part.encode("utf-8"))
+        size = len(part.encode("utf-8", "surrogatepass"))
         if left_out or used + size > budget:
             left_out += 1
             continue
@@ -394,4 +394,4 @@ def write_report(
     path: str | os.PathLike[str], entries: Sequence[ReportEntry], *, title: str = "loopsim report"
 ) -> Path:
     """Build the page and write it atomically; returns the path."""
-    return write_atomic(path, build_report(entries, title=title))
+    return write_atomic(path, no_surrogates(build_report(entries, title=title)))

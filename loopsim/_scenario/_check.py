@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._files import safe_file_stem, write_atomic
+from .._files import file_in, write_atomic
 from .._invariants import check_invariants
 from .._oracles import check_safety
 from .._trace import Event
@@ -61,7 +61,7 @@ def snapshot_path(loaded: LoadedScenario) -> Path:
     """Where the ``transcript: snapshot`` text of this scenario lives:
     ``__snapshots__/<scenario file stem>.transcript.txt`` next to the scenario file."""
     folder = Path.cwd() if loaded.where.path is None else loaded.where.path.parent
-    return folder / "__snapshots__" / f"{safe_file_stem(loaded.stem)}.transcript.txt"
+    return file_in(folder / "__snapshots__", loaded.stem, ".transcript.txt")
 
 
 @dataclass(frozen=True)

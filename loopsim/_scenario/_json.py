@@ -23,6 +23,15 @@ class _DuplicateKeyError(Exception):
     pass
 
 
+class _ConstantError(Exception):
+    pass
+
+
+def _constant(name: str) -> Any:
+    """JSON has no NaN or Infinity (Python's reader takes them): refuse them."""
+    raise _ConstantError(name)
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -39,10 +48,15 @@ def parse_json(
     check_size(text, path, limits)
     trouble: ScenarioError | None = None
     try:
-        data = json.loads(text, object_pairs_hook=_pairs)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise ScenarioError(
             f"invalid JSON: {exc.msg}", path=path, line=exc.lineno, expected="a JSON object"
+        ) from None
+    except _ConstantError as exc:
+        line = text.count("\n", 0, max(text.find(exc.args[0]), 0)) + 1
+        raise ScenarioError(
+            f"{exc.args[0]} is not a JSON number", path=path, line=line, expected="a finite number"
         ) from None
     except _DuplicateKeyError as exc:
         data = None
@@ -68,6 +82,8 @@ def parse_json(
         _, lines = build(text.replace("\t", " "), path, limits, check_text=False)
     except ScenarioError as exc:
         if trouble is not None and exc.problem.startswith(("duplicate key", "nested deeper")):
+            raise exc from None
+        if exc.problem.startswith("the number "):  # too large (see _yaml._int, _float)
             raise exc from None
         lines = {}
     if trouble is not None:

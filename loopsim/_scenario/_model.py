@@ -25,6 +25,7 @@ from typing import Any
 
 from .._clients import ChatClient, RealTimeChatClient
 from .._errors import ScenarioError
+from .._files import file_in
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from .._transcript._cassette import Cassette, CassetteMissingError
 from ._imports import UserCodeError, import_object
@@ -42,7 +43,7 @@ def cassette_path(loaded: LoadedScenario) -> Path | None:
     a scenario not read from a file)."""
     if loaded.where.path is None:
         return None
-    return loaded.where.path.parent / "cassettes" / f"{loaded.name}.transcript.json"
+    return file_in(loaded.where.path.parent / "cassettes", loaded.name, ".transcript.json")
 
 
 def replay_cassette(loaded: LoadedScenario) -> Cassette | None:

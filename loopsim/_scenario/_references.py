@@ -118,7 +118,12 @@ def reference_errors(
         children_seen[_fold(child)] = index
 
     has_background = bool(parent.background_agents)
-    if parent.harness and scenario.agents[parent.agent].function_invocation_configuration:
+    parent_agent = scenario.agents.get(parent.agent)  # None: reported just above
+    if (
+        parent.harness
+        and parent_agent is not None
+        and parent_agent.function_invocation_configuration
+    ):
         yield where.error(
             ("agents", parent.agent, "function_invocation_configuration"),
             "the harness parent keeps the default tool loop; this setting would be ignored",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ScenarioError
-from .._files import safe_file_stem
+from .._files import file_in
 from .._trace import Event
 from .._trajectory import HostMark
 from .._transcript import Transcript, render_text, write_transcript
@@ -91,9 +91,7 @@ class ScenarioResult:
         if self.transcript is None:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(
-            folder / f"{safe_file_stem(self.name)}.transcript.json", self.transcript
-        )
+        return write_transcript(file_in(folder, self.name, ".transcript.json"), self.transcript)
 
     def tail(self, count: int) -> list[str]:
         """The last ``count`` events as text lines (absolute virtual times: a tail has no

@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from .._errors import ScenarioError
-from .._files import safe_file_stem, write_atomic
+from .._files import file_in, write_atomic
 from ._check import Failure
 from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
@@ -313,7 +313,7 @@ def write_reproducer(
 ) -> Path:
     """Write the reproducer scenario (and its transcript) into ``folder``, atomically."""
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{safe_file_stem(loaded.stem)}.loopsim.yaml"
+    target = file_in(folder, loaded.stem, ".loopsim.yaml")
     body = yaml.safe_dump(
         reproducer_document(loaded, result, document),
         sort_keys=False,

@@ -16,6 +16,7 @@ built into plain values here, without recursion, so that:
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,13 +55,30 @@ class _Refused(Exception):  # noqa: N818 - internal signal, turned into a Scenar
         self.expected = expected
 
 
+#: Whole numbers past this many digits are refused at load (no field takes one so large).
+MAX_DIGITS = 30
+
+
 def _int(text: str) -> int:
+    digits = len(text.lstrip("+-").lstrip("0") or "0")
+    if digits > MAX_DIGITS and not text.lstrip("+-").startswith(("0o", "0x")):
+        raise _Refused(
+            f"the number {describe(text)} has {digits} digits, more than loopsim reads "
+            f"({MAX_DIGITS})",
+            "a number of sensible size",
+        )
     try:
-        return int(text, 0) if text.startswith(("0o", "0x")) else int(text)
+        value = int(text, 0) if text.lstrip("+-").startswith(("0o", "0x")) else int(text)
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
         raise _Refused(
             f"the number {describe(text)} has too many digits", "a number of sensible size"
         ) from None
+    if abs(value) >= 10**MAX_DIGITS:
+        raise _Refused(
+            f"the number {describe(text)} is larger than loopsim reads (10**{MAX_DIGITS})",
+            "a number of sensible size",
+        )
+    return value
 
 
 def _float(text: str) -> float:
@@ -68,7 +86,16 @@ def _float(text: str) -> float:
         return float("-inf") if text.startswith("-") else float("inf")
     if _NAN.fullmatch(text):
         return float("nan")
-    return float(text)
+    if _INT.fullmatch(text):  # !!float 0x1F, !!float 12
+        whole = _int(text)
+        return float(whole)
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(
+            f"the number {describe(text)} is too large: it overflows to infinity",
+            "a number of sensible size (write .inf for infinity)",
+        )
+    return value
 
 
 def _resolve_plain(text: str) -> Any:

@@ -32,7 +32,8 @@ from typing_extensions import Self
 from .._clients._protocol import ChatClient
 from .._clients._recording import RecordedTurn, RecordingChatClient
 from .._clients._replay import ReplayChatClient, turns_from_events
-from .._errors import LoopsimError, ReplayMismatchError
+from .._errors import LoopsimError, ReplayMismatchError, TranscriptError
+from .._files import file_in
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._model import Transcript, read_transcript, write_transcript
 
@@ -60,7 +61,7 @@ class CassetteMissingError(LoopsimError, FileNotFoundError):
 def cassette_path(test_file: Path, test_name: str) -> Path:
     """``cassettes/<module>/<test>.transcript.json`` next to ``test_file``."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", test_name).strip("_") or "test"
-    return test_file.parent / "cassettes" / test_file.stem / f"{safe}.transcript.json"
+    return file_in(test_file.parent / "cassettes" / test_file.stem, safe, ".transcript.json")
 
 
 class _Episodes:
@@ -168,9 +169,13 @@ class Cassette:
         exists = self.path.exists()
         if mode == "none" and not exists:
             raise CassetteMissingError(self.path)
-        self.recorded: Transcript | None = (
-            read_transcript(self.path) if exists and mode != "all" else None
-        )
+        self.recorded: Transcript | None = None
+        if exists and mode != "all":
+            try:
+                self.recorded = read_transcript(self.path)
+            except OSError as exc:
+                problem = f"cannot read the cassette: {exc.strerror or exc}"
+                raise TranscriptError(problem, path=self.path) from None
         #: True when this run calls real clients (and will write the cassette).
         self.recording = mode == "all" or (mode == "once" and not exists) or mode == "new_episodes"
         self._recorders: list[RecordingChatClient] = []
@@ -248,8 +253,12 @@ class Cassette:
         for recorder in self._recorders:
             turns.extend(recorder.turns)
         transcript = Transcript.from_turns(turns, scenario=self.path.name.split(".")[0])
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_transcript(self.path, transcript, secret_patterns=self.secret_patterns)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_transcript(self.path, transcript, secret_patterns=self.secret_patterns)
+        except OSError as exc:
+            problem = f"cannot write the cassette: {exc.strerror or exc}"
+            raise TranscriptError(problem, path=self.path) from None
 
     @property
     def turns(self) -> list[RecordedTurn]:

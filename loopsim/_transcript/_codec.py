@@ -42,7 +42,9 @@ class TranscriptLimits:
         max_bytes: largest file read (default 256 MiB).
         max_depth: deepest nesting of JSON arrays and objects (default 100).
         max_messages: most messages all requests together may hold once references are
-            resolved (default 20 million: a 4,000-iteration loop on one session).
+            resolved (default 8 million: a 4,000-iteration loop on one session, about 64 MB
+            of list slots). Checked before a request is expanded, so a file of references
+            that would expand past it is refused before it takes the memory.
     """
 
     __slots__ = ("max_bytes", "max_depth", "max_messages")
@@ -52,7 +54,7 @@ class TranscriptLimits:
         *,
         max_bytes: int = 256 * 1024 * 1024,
         max_depth: int = 100,
-        max_messages: int = 20_000_000,
+        max_messages: int = 8_000_000,
     ) -> None:
         self.max_bytes = max_bytes
         self.max_depth = max_depth
@@ -198,6 +200,12 @@ def resolve_request(
     ``budget`` holds how many resolved messages may still be made (one shared counter).
     """
     out: list[Any] = []
+    expanded = sum(
+        item["count"] if _is_ref(item) and _int(item.get("count")) else 1 for item in items
+    )
+    if expanded > budget[0]:
+        budget[0] -= expanded  # the caller reports the bound, nothing was expanded
+        return []
     for index, item in enumerate(items):
         if not _is_ref(item):
             out.append(item)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._clients._recording import message_summary
+from .._escape import mermaid_text
 from .._invariants import WAIT_TOOL, is_wait_timeout
 from ._model import Transcript, TranscriptEvent
 from ._render import _RequestTails
@@ -28,7 +29,6 @@ from ._spans import Span, spans
 
 __all__ = ["HostCall", "host_calls", "render_mermaid", "render_timeline"]
 
-_ESCAPES = {"#": "#35;", ";": "#59;", "<": "#lt;", ">": "#gt;"}
 _WAIT_SUFFIX = WAIT_TOOL.removeprefix("background_agents")  # "_wait_for_first_completion"
 _QUIET_RESULTS = ("_start_task", "_clear_completed_task")  # their task_status arrow says it
 _NOTE_LINES = 3
@@ -44,8 +44,7 @@ def _clip(text: str, limit: int) -> str:
 
 def _m(text: str, limit: int = 60) -> str:
     """One line of Mermaid sequence text: whitespace folded, clipped, specials escaped."""
-    text = _clip(" ".join(str(text).split()), limit)
-    return "".join(_ESCAPES.get(c, c) for c in text)
+    return mermaid_text(_clip(" ".join(str(text).split()), limit))
 
 
 def _note(text: str, limit: int = 60) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -305,24 +307,35 @@ def write_transcript(
 ) -> Path:
     """Write ``transcript`` to ``path`` atomically and return the path.
 
-    The text is built first and scanned for secret-looking text (API keys, bearer
-    tokens, ``Authorization`` values: :data:`~loopsim._clients._secrets.DEFAULT_SECRET_PATTERNS`,
-    plus ``secret_patterns``); a match refuses the write with a
-    :class:`~loopsim.TranscriptError` and nothing is written. Then it goes to a temporary
-    file in the same directory, flushed to disk and renamed over ``path``
-    (``os.replace``), so a crash at any point leaves either the old file or the new one.
+    The text is built first and scanned for secrets by the same detectors recording
+    uses (HTTP credentials, cloud keys, tokens, JWTs, PEM private keys, URL passwords,
+    ``password``/``secret``/``token`` fields, values of secret-named environment variables;
+    see docs/recording.md), plus ``secret_patterns``; a match refuses the write with a
+    :class:`~loopsim.TranscriptError` naming its line, column and event, and nothing is
+    written. Then it goes to a temporary file in the same directory, flushed to disk and
+    renamed over ``path`` (``os.replace``), so a crash at any point leaves either the old
+    file or the new one.
     """
     text = transcript.to_json()
     found = Redactor(patterns=secret_patterns).find(text)
     if found is not None:
-        line = text.count("\n", 0, found.start()) + 1
         raise TranscriptError(
-            f"refusing to write: line {line} holds what looks like a secret "
-            f"({found.group()[:3]}... matches a secret pattern); redact it when recording "
+            f"refusing to write: line {found.line(text)}, column {found.column(text)}"
+            f"{_event_at(text, found.start)} holds what looks like a secret, {found.kind} "
+            f"({text[found.start : found.start + 3]}...); redact it when recording "
             "(RecordingChatClient(secrets=..., secret_patterns=...)) or remove it",
             path=Path(path),
         )
     return write_atomic(path, text)
+
+
+def _event_at(text: str, position: int) -> str:
+    """`` (event seq N)`` for the event holding ``position`` in a transcript's text."""
+    at = text.rfind('"seq": ', 0, position)
+    if at < 0:
+        return ""
+    digits = re.match(r"\d+", text[at + 7 : at + 27])
+    return "" if digits is None else f" (event seq {digits.group()})"
 
 
 def read_transcript(
@@ -336,14 +349,41 @@ def read_transcript(
     """
     source = Path(path)
     limits = limits or TranscriptLimits()
-    size = source.stat().st_size
+    status = source.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise TranscriptError(
+            f"not a regular file ({_file_kind(status.st_mode)}); a transcript is a file "
+            "(reading a FIFO or a device could block or never end)",
+            path=source,
+        )
+    size = status.st_size
     if size > limits.max_bytes:
         raise TranscriptError(
             f"the file is {size:,} bytes, more than the {limits.max_bytes:,} read by "
             "default (pass limits=TranscriptLimits(max_bytes=...) to read it)",
             path=source,
         )
-    return Transcript.from_json(source.read_bytes(), path=source, limits=limits)
+    with source.open("rb") as handle:  # at most max_bytes, even if the file grows meanwhile
+        data = handle.read(size + 1)
+        if len(data) > size:
+            data += handle.read(limits.max_bytes + 1 - len(data))
+    if len(data) > limits.max_bytes:
+        raise TranscriptError(
+            f"the file grew past the {limits.max_bytes:,} bytes read by default while it was read",
+            path=source,
+        )
+    return Transcript.from_json(data, path=source, limits=limits)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
 
 
 def _finite(value: float) -> bool:

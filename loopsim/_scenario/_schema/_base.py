@@ -42,29 +42,46 @@ def describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: The largest number of seconds a scenario may give (about 31,700 years): far past any
+#: virtual-time limit, small enough that adding it to a clock never overflows.
+MAX_SECONDS = 1e12
+#: The largest whole number a count (or seed) may be: 2**53, the last one a float holds exactly.
+MAX_COUNT = 2**53
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float, or None (not a number, a bool, NaN, infinite, or an
+    integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _seconds(value: Any, *, code: str, bound: str, positive: bool) -> float:
+    number = finite_number(value)
+    if number is None or number < 0 or (positive and number == 0):
+        raise PydanticCustomError(
+            code, "expected a number {bound}, got {got}", {"bound": bound, "got": describe(value)}
+        )
+    if number > MAX_SECONDS:
+        raise PydanticCustomError(
+            code,
+            "expected a number {bound} of at most {most:g} seconds, got {got}",
+            {"bound": bound, "most": MAX_SECONDS, "got": describe(value)},
+        )
+    return number
+
+
 def _non_negative(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PydanticCustomError(
-            "non_negative_number", "expected a number >= 0, got {got}", {"got": describe(value)}
-        )
-    if value < 0:
-        raise PydanticCustomError(
-            "non_negative_number", "expected a number >= 0, got {got}", {"got": describe(value)}
-        )
-    return float(value)
+    return _seconds(value, code="non_negative_number", bound=">= 0", positive=False)
 
 
 def _positive(value: Any) -> Any:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise PydanticCustomError(
-            "positive_number", "expected a number > 0, got {got}", {"got": describe(value)}
-        )
-    return float(value)
+    return _seconds(value, code="positive_number", bound="> 0", positive=True)
 
 
 def _count(minimum: int) -> Any:
@@ -73,6 +90,12 @@ def _count(minimum: int) -> Any:
             raise PydanticCustomError(
                 "count",
                 "expected a whole number >= {minimum}, got {got}",
+                {"minimum": minimum, "got": describe(value)},
+            )
+        if value > MAX_COUNT:
+            raise PydanticCustomError(
+                "count",
+                "expected a whole number >= {minimum} of at most 2**53, got {got}",
                 {"minimum": minimum, "got": describe(value)},
             )
         return value
@@ -86,12 +109,22 @@ def _text(value: Any) -> Any:
     return value
 
 
-Seconds = Annotated[float, BeforeValidator(_non_negative), Field(json_schema_extra={"minimum": 0})]
-PositiveSeconds = Annotated[
-    float, BeforeValidator(_positive), Field(json_schema_extra={"exclusiveMinimum": 0})
+Seconds = Annotated[
+    float,
+    BeforeValidator(_non_negative),
+    Field(json_schema_extra={"minimum": 0, "maximum": MAX_SECONDS}),
 ]
-Count = Annotated[int, BeforeValidator(_count(0)), Field(json_schema_extra={"minimum": 0})]
-PositiveCount = Annotated[int, BeforeValidator(_count(1)), Field(json_schema_extra={"minimum": 1})]
+PositiveSeconds = Annotated[
+    float,
+    BeforeValidator(_positive),
+    Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": MAX_SECONDS}),
+]
+Count = Annotated[
+    int, BeforeValidator(_count(0)), Field(json_schema_extra={"minimum": 0, "maximum": MAX_COUNT})
+]
+PositiveCount = Annotated[
+    int, BeforeValidator(_count(1)), Field(json_schema_extra={"minimum": 1, "maximum": MAX_COUNT})
+]
 Text = Annotated[str, BeforeValidator(_text)]
 Name = Annotated[str, BeforeValidator(_text), Field(min_length=1)]
 Flag = Annotated[bool, Strict()]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ._base import (
@@ -64,7 +64,20 @@ class AIJudgeSpec(StrictModel):
         return value
 
 
-DecisionSpec = Literal["continue", "stop"] | dict[Literal["continue"], Text]
+def _one_continue(value: Any) -> Any:
+    if isinstance(value, dict) and len(value) != 1:
+        raise PydanticCustomError(
+            "decision",
+            "expected a decision: continue, stop, or {{continue: feedback}} (one key), got {got}",
+            {"got": describe(value)},
+        )
+    return value
+
+
+DecisionSpec = (
+    Literal["continue", "stop"]
+    | Annotated[dict[Literal["continue"], Text], BeforeValidator(_one_continue)]
+)
 
 
 class DelegateSpec(StrictModel):
