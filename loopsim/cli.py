@@ -248,7 +248,7 @@ def _add_run(sub: Any) -> None:
         "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR, "
         "--loopsim-max-examples=N, --loopsim-record-mode=once, --snapshot-update; with "
         "pytest-split installed "
-        "(loopsim[shard]) --splits N --group I runs one share of the suite.",
+        "(pytest-loopsim[shard]) --splits N --group I runs one share of the suite.",
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")

@@ -1,7 +1,7 @@
 """Testing helpers for loopsim users: Hypothesis strategies, the eight invariants, the
 evaluator checker, and a syrupy extension for transcript snapshots.
 
-Example (syrupy, which ``pip install 'loopsim[test]'`` brings; the rest needs only
+Example (syrupy, which ``pip install 'pytest-loopsim[test]'`` brings; the rest needs only
 loopsim):
     def test_checkout(snapshot):
         transcript = run_my_loop()
