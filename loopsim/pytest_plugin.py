@@ -440,7 +440,9 @@ class ScenarioItem(pytest.Item):
         if config.getoption(REPORT_OPTION, None):
             from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
 
-            entry = entry_from_result(result, description=loaded.scenario.description or "")
+            entry = entry_from_result(
+                result, description=loaded.scenario.description or "", root=config.rootpath
+            )
             self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
         _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)

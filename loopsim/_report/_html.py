@@ -140,6 +140,7 @@ def entry_from_transcript(transcript: Transcript, *, name: str | None = None) ->
         virtual_time=transcript.events[-1].time if transcript.events else 0.0,
         seed=transcript.seed,
         backend=transcript.backend,
+        engine=transcript.engine or "loopsim",  # the header names any other engine
     )
 
 
@@ -228,23 +229,53 @@ def _timeline(transcript: Transcript) -> str:
 # -- per scenario ------------------------------------------------------------------------
 
 
+def _one_line(text: str, limit: int = 80) -> str:
+    """The first line of ``text``, cut to ``limit`` characters (an ellipsis says so)."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0]
+    if len(lines) > 1 or len(first) > limit:
+        return first[: limit - 1].rstrip() + "\u2026"
+    return first
+
+
+def _judged_decisions(transcript: Transcript) -> list[tuple[int, Any, str]]:
+    """Each evaluator decision with the run it belongs to (1-based, per loop: a run ends
+    at its ``loop_stop``) and the text it judged (the last model answer before it)."""
+    runs: dict[Any, int] = {}
+    judged = ""
+    found = []
+    for event in transcript.events:
+        if event.kind == "model_response":
+            messages = [m for m in event.data.get("messages") or () if isinstance(m, dict)]
+            if messages:
+                judged = message_summary(messages[-1])
+        elif event.kind == "evaluator_decision":
+            found.append((runs.get(event.data.get("loop"), 0) + 1, event, judged))
+        elif event.kind == "loop_stop":
+            loop = event.data.get("loop")
+            runs[loop] = runs.get(loop, 0) + 1
+    return found
+
+
 def _decisions(transcript: Transcript) -> str:
-    rows = [e for e in transcript.events if e.kind == "evaluator_decision"]
+    rows = _judged_decisions(transcript)
     if not rows:
         return ""
     out = [
         (
-            "<h3>Evaluator decisions</h3><table class='decisions'><tr><th>iteration</th>"
-            "<th>t</th><th>evaluator</th><th>decision</th><th>feedback</th></tr>"
+            "<h3>Evaluator decisions</h3><table class='decisions'><tr><th>run</th>"
+            "<th>iteration</th><th>t</th><th>evaluator</th><th>decision</th><th>judged</th>"
+            "<th>feedback</th></tr>"
         )
     ]
     cells, left_out = _fit(
         (
-            f"<tr><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
+            f"<tr><td>{run}</td><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
             f"<td>{_e(_clip(str(e.data.get('evaluator')), 100))}</td>"
             f"<td>{_e(_clip(str(e.data.get('decision')), 40))}</td>"
+            f"<td class='judged' title='{_e(_clip(judged, 300))}'>{_e(_one_line(judged))}</td>"
             f"<td>{_e(_clip(str(e.data.get('feedback') or '')))}</td></tr>"
-            for e in rows
+            for run, e, judged in rows
         ),
         BUDGETS["decisions"],
     )

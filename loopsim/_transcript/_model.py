@@ -84,6 +84,9 @@ class Transcript(BaseModel):
     scenario: str | None = None
     seed: int | None = None
     backend: str | None = None
+    #: the engine the run ran on when it was not the built-in one (``agent_framework``);
+    #: absent from the file otherwise, so built-in transcripts stay as they were
+    engine: str | None = None
     loopsim_version: str = __version__
     events: list[TranscriptEvent] = Field(default_factory=list)
 
@@ -103,6 +106,7 @@ class Transcript(BaseModel):
             "scenario": self.scenario,
             "seed": self.seed,
             "backend": self.backend,
+            **({} if self.engine is None else {"engine": self.engine}),
             "loopsim_version": self.loopsim_version,
             "events": [e.to_dict() for e in self.events],
         }
@@ -116,6 +120,7 @@ class Transcript(BaseModel):
             "scenario": self.scenario,
             "seed": self.seed,
             "backend": self.backend,
+            **({} if self.engine is None else {"engine": self.engine}),
             "loopsim_version": self.loopsim_version,
             "events": encode_events(self.events),
         }
