@@ -313,3 +313,44 @@ def test_a_recorded_run_is_labelled_with_its_engine(tmp_path: Path) -> None:
     assert (
         '"engine"' not in (tmp_path / "loopsim" / "max_iterations_cap.transcript.json").read_text()
     )
+
+
+def _timeline_rows(page: str) -> list[tuple[str, str]]:
+    """(status, label) of each timeline bar, top to bottom."""
+    svg = page[page.index("<svg class='timeline'") : page.index("</svg>")]
+    return re.findall(r"<rect class='bar status-(\w+)'.*?</rect><text[^>]*>(.*?)</text>", svg)
+
+
+def test_the_timeline_folds_a_long_loop_and_puts_the_tasks_first() -> None:
+    research = loopsim.load_scenario(SCENARIOS / "research_coordinator.loopsim.yaml")
+    page = build_report([entry_from_result(run_scenario(research))])
+    rows = _timeline_rows(page)
+    statuses = [status for status, _ in rows]
+    first_iteration = statuses.index("iteration")
+    assert "lost" in statuses[:first_iteration]  # the story (the lost task) comes first
+    assert set(statuses[first_iteration:]) == {"iteration"}
+    folded = [label for _, label in rows if "folded" in label]
+    assert folded, rows
+    assert len(rows) <= 15  # not one row per iteration
+
+
+def test_a_loop_of_many_iterations_draws_first_folded_last() -> None:
+    long_cap = CAP.replace("[one, two, three]", str([f"draft {n}" for n in range(12)])).replace(
+        "max_iterations: 3", "max_iterations: 12"
+    )
+    page = build_report([_entry(long_cap, "long")])
+    labels = [label for _, label in _timeline_rows(page)]
+    assert labels == ["iteration 1", "iterations 2-11 (10 folded)", "iteration 12"]
+
+
+def test_a_run_without_virtual_time_gets_an_event_order_axis() -> None:
+    timed = build_report(
+        [_entry(CAP.replace("[one, two, three]", "[{reply: one, delay: 5}, two, three]"), "t")]
+    )
+    assert "data-axis='time'" in timed
+    instant = build_report([_entry(CAP, "cap")])
+    assert "data-axis='events'" in instant
+    assert "event order (the run took no virtual time)" in instant
+    starts = [float(x) for x in re.findall(r"data-start='([0-9.]+)'", instant)]
+    assert starts == sorted(starts)
+    assert len(set(starts)) == 3  # three iterations side by side, not stacked at 0
