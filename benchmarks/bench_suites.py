@@ -6,6 +6,10 @@
   ``python -m pytest <dir> -q`` runs them in a subprocess, once serially and once with
   ``-n 2`` (pytest-xdist). The figure is the subprocess's wall time, interpreter start and
   collection included — what a CI job sees.
+* ``parallel``: for 10, 100 and N generated files, the CPU time (the subprocesses',
+  user + system: less disturbed by other load than wall time) of ``pytest`` serial,
+  ``-n 2`` and ``-n auto``; and of ``loopsim run -n 2`` against ``loopsim run`` serial,
+  which must never be slower from 100 files on (it runs such suites serially).
 * ``hypothesis``: examples per second of a loop property (a LoopAgent over a scripted
   agent stops exactly at the marker or the cap, for drawn scripts and caps), each example
   its own simulation, as the project's property tests are written.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -98,6 +103,68 @@ def run_pytest(folder: Path, extra: Sequence[str]) -> float:
     return elapsed
 
 
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_of(command: Sequence[str], folder: Path) -> float:
+    """CPU seconds of one subprocess run of ``command`` in ``folder`` (must pass)."""
+    env = dict(os.environ)
+    env.pop("PYTEST_ADDOPTS", None)
+    before = child_cpu()
+    done = subprocess.run(  # noqa: S603 - our own interpreter on our own files
+        list(command), cwd=folder, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        msg = f"{' '.join(command)} failed:\n{(done.stdout + done.stderr)[-3000:]}"
+        raise RuntimeError(msg)
+    return child_cpu() - before
+
+
+def parallel_rows(files: int, log: Callable[[str], None]) -> list[Row]:
+    rows: list[Row] = []
+    pytest_cmd = [sys.executable, "-m", "pytest", ".", "-q", "-p", "no:cacheprovider"]
+    run_cmd = [sys.executable, "-m", "loopsim", "run", ".", "-q"]
+    for n in sorted({10, 100, files}):
+        with tempfile.TemporaryDirectory(prefix="loopsim-bench-") as tmp:
+            folder = Path(tmp)
+            write_suite(folder, n)
+            serial = cpu_of(pytest_cmd, folder)
+            for label, extra in (
+                ("serial", []),
+                ("-n 2", ["-n", "2"]),
+                ("-n auto", ["-n", "auto"]),
+            ):
+                cpu = serial if not extra else cpu_of([*pytest_cmd, *extra], folder)
+                rows.append(
+                    Row(
+                        section="suites",
+                        case=f"pytest {n} files ({label}): CPU",
+                        value=cpu,
+                        unit="s CPU",
+                    )
+                )
+                log(f"{rows[-1].case}: {cpu:.2f} s CPU")
+            if n >= 100:
+                plain = cpu_of(run_cmd, folder)
+                chosen = cpu_of([*run_cmd, "-n", "2"], folder)
+                ratio = chosen / plain
+                rows.append(
+                    Row(
+                        section="suites",
+                        case=f"loopsim run {n} files: -n 2 / serial CPU",
+                        value=ratio,
+                        unit="x",
+                        target="<= 1.1x (never slower)",
+                        met=ratio <= 1.1,
+                        note="loopsim run runs a small plain suite serially",
+                    )
+                )
+                log(f"{rows[-1].case}: {ratio:.2f}x")
+    return rows
+
+
 def hypothesis_rate(examples: int) -> tuple[float, int]:
     """(examples per second, examples run) of a LoopAgent property."""
     from hypothesis import given, settings  # noqa: PLC0415
@@ -157,6 +224,7 @@ def run(
                 )
             )
             log(f"{rows[-1].case}: {t:.2f} s ({t / files * 1e3:.2f} ms/file)")
+    rows.extend(parallel_rows(files, log))
     rate, ran = hypothesis_rate(examples)
     rows.append(
         Row(

@@ -251,9 +251,12 @@ def _add_run(sub: Any) -> None:
         description="Run scenario files through pytest with the loopsim plugin. Any pytest "
         "option works after the paths: -k, -x, -n auto, --junit-xml=FILE, "
         "--loopsim-seed=N, --loopsim-backend=trio, --loopsim-transcripts=DIR, "
-        "--loopsim-max-examples=N, --loopsim-record-mode=once, --snapshot-update; with "
+        "--loopsim-max-examples=N, --loopsim-record-mode=once, --snapshot-update. "
+        "With -n, a suite of fewer than 2,000 scenario files, none with vary: and no "
+        "Python tests, runs serially (workers would be slower; it says so); --parallel "
+        "keeps -n. With "
         "pytest-split installed "
-        "(loopsim[shard]) --splits N --group I runs one share of the suite.",
+        "(pytest-loopsim[shard]) --splits N --group I runs one share of the suite.",
         add_help=True,
     )
     parser.add_argument("paths", nargs="*", default=[], help="scenario files or folders")
@@ -356,9 +359,13 @@ def cmd_run(args: argparse.Namespace, extra: Sequence[str] = ()) -> int:
     """Run pytest on the paths with the plugin; map pytest's exit code to ours."""
     import pytest  # noqa: PLC0415 - only `run` needs pytest
 
+    from ._parallel import serial_when_small  # noqa: PLC0415 - only `run` needs it
+
     summary = _Summary()
     plugins: list[object] = [summary]
-    arguments = [*args.paths, *_engine_option(extra)]
+    arguments, serially = serial_when_small([*args.paths, *_engine_option(extra)])
+    if serially is not None:
+        print(serially, file=sys.stderr)  # noqa: T201 - CLI output
     if not _plugin_loads_itself(arguments):
         plugins.append(importlib.import_module(_PLUGIN))
     # loopsim is imported already (this is it), so pytest cannot assertion-rewrite the

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -324,11 +325,48 @@ class ScenarioFile(pytest.File):
         yield ScenarioItem.from_parent(self, name=name)
 
 
-def _write_transcript(result: ScenarioResult, folder: Path) -> Path | None:
+# A top-level `name:` line (what a scenario file's name almost always is); read at
+# collection so that two files of one name in a run get transcript files of their own.
+_NAME_LINE = re.compile(
+    r"""^name:[ \t]*(?P<q>["']?)(?P<name>[^"'#\n]*?)(?P=q)[ \t]*(?:#.*)?$""", re.MULTILINE
+)
+
+
+def _declared_name(path: Path, stem: str) -> str:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(64 * 1024)
+    except OSError:
+        return stem  # reported when the item runs
+    found = _NAME_LINE.search(head)
+    return found.group("name").strip() if found and found.group("name").strip() else stem
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: file names do not depend on them
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    by_name: dict[str, list[ScenarioItem]] = {}
+    for item in items:
+        if isinstance(item, ScenarioItem):
+            by_name.setdefault(_declared_name(item.path, item.name), []).append(item)
+    for name, group in by_name.items():
+        if len(group) < 2:
+            continue
+        for item in group:
+            # every file of the clash says where it came from: <name>@<folder.file>
+            where = (
+                item.path.relative_to(config.rootpath)
+                if item.path.is_relative_to(config.rootpath)
+                else Path(item.path.name)
+            )
+            origin = ".".join([*where.parent.parts, item.name])
+            item.transcript_name = f"{name}@{origin}"
+
+
+def _write_transcript(result: ScenarioResult, folder: Path, name: str | None = None) -> Path | None:
     """Write the run's transcript; a failed write is noted on the result, never raised
     (it would hide the scenario's own outcome)."""
     try:
-        return result.write_transcript(folder)
+        return result.write_transcript(folder, name=name)
     except OSError as exc:
         result.write_problem = f"could not write the transcript into {folder}: {exc}"
         return None
@@ -364,6 +402,8 @@ class ScenarioItem(pytest.Item):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.user_properties.append(("loopsim_scenario", self.name))
+        #: the transcript's file name when another scenario of the run has the same name
+        self.transcript_name: str | None = None
 
     def runtest(self) -> None:
         from ._supervise import phase  # noqa: PLC0415 - lazy: keep pytest startup light
@@ -444,15 +484,19 @@ class ScenarioItem(pytest.Item):
         if config.getoption(REPORT_OPTION, None):
             from ._report import entry_from_result, entry_to_dict  # noqa: PLC0415
 
-            entry = entry_from_result(result, description=loaded.scenario.description or "")
+            entry = entry_from_result(
+                result, description=loaded.scenario.description or "", root=config.rootpath
+            )
             self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
         _warn_unchanged_steps(result)
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
-            written = _write_transcript(result, Path(folder))
+            written = _write_transcript(result, Path(folder), self.transcript_name)
         if not result.passed:
             if written is None:
-                written = _write_transcript(result, config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS)
+                written = _write_transcript(
+                    result, config.rootpath / DEFAULT_FAILURE_TRANSCRIPTS, self.transcript_name
+                )
             raise ScenarioFailedError(result, written)
         _report_engines(result)
 

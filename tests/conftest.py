@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -63,3 +67,82 @@ def _load_agent_framework_eagerly() -> None:
 
 
 _load_agent_framework_eagerly()
+
+
+# -- the suite leaves the checkout as it found it --------------------------------------
+# `git status --porcelain` at the start and at the end of a run (in the xdist controller
+# only, once): a file the tests wrote into the checkout and did not remove (such as
+# upstream's default `agent-file-memory/` folder) fails the run, naming it.
+ROOT = Path(__file__).parents[1]
+_STATUS_BEFORE = pytest.StashKey[str]()
+
+
+def _checkout_status() -> str | None:
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None  # not a git checkout (an unpacked sdist): nothing to compare
+    lines = []
+    # changed files, then untracked ones by folder: `git status` alone does not show an
+    # empty folder (what upstream's file memory leaves), `ls-files --directory` does
+    for command, prefix in (
+        ("status --porcelain", ""),
+        ("ls-files --others --exclude-standard --directory", "?? "),
+    ):
+        done = subprocess.run(  # noqa: S603 - a fixed command in our own checkout
+            [git, *command.split()],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            return None
+        lines.extend(prefix + line for line in done.stdout.splitlines())
+    return "\n".join(sorted(set(lines)))
+
+
+def _controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        status = _checkout_status()
+        if status is not None:
+            session.config.stash[_STATUS_BEFORE] = status
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_STATUS_BEFORE, None)
+    if before is None or not _controller(session.config):
+        return
+    after = _checkout_status() or ""
+    new = sorted(set(after.splitlines()) - set(before.splitlines()))
+    if new:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "the tests left the checkout changed", red=True)
+            for line in new:
+                reporter.write_line(f"git status: {line}")
+        if exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- a skipped browser test says which command makes it run ---------------------------
+BROWSER_SETUP = "apt-get install chromium && npm ci --prefix tests/browser"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if "tests/browser/" in str(getattr(report, "nodeid", "")).replace("\\", "/")
+    ]
+    if skipped:
+        reasons = sorted({str(r.longrepr[2]) for r in skipped if isinstance(r.longrepr, tuple)})
+        terminalreporter.write_sep(
+            "=", f"{len(skipped)} browser tests skipped: run `{BROWSER_SETUP}`", yellow=True
+        )
+        for reason in reasons:
+            terminalreporter.write_line(reason)

@@ -43,7 +43,7 @@ def test_without_the_package_the_adapter_names_the_install_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ImportError agent_framework ")
-    assert "pip install 'loopsim[agent-framework]'" in done.stdout
+    assert "pip install 'pytest-loopsim[agent-framework]'" in done.stdout
 
 
 def test_with_the_package_the_adapter_imports() -> None:

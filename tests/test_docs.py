@@ -61,15 +61,6 @@ def test_readme_scenario_example_passes(tmp_path: Path) -> None:
     assert result.passed, result.report()
 
 
-def test_readme_names_the_two_setup_commands() -> None:
-    commands = [b.strip() for b in blocks("bash")[:2]]
-    assert commands[0].endswith("loopsim run scenarios/")
-    assert "pytest" in commands[1]
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "-m pytest -n 2" in ci
-    assert "pytest -n 2" in commands[1]
-
-
 def test_cli_help_lists_every_command() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "loopsim", "--help"], capture_output=True, text=True, check=True
@@ -79,7 +70,7 @@ def test_cli_help_lists_every_command() -> None:
 
 
 def test_the_main_job_needs_no_test_extra() -> None:
-    # `pip install loopsim` has no syrupy: the CLI, the plugin and loopsim.testing's
+    # `pip install pytest-loopsim` has no syrupy: the CLI, the plugin and loopsim.testing's
     # strategies must work without it (only the snapshot extension needs it).
     code = (
         "import sys; sys.modules['syrupy'] = None\n"

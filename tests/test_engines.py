@@ -257,7 +257,7 @@ def test_the_engine_without_its_package_names_the_install_command(tmp_path: Path
         [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.startswith("ScenarioError")
-    assert "pip install 'loopsim[agent-framework]'" in out
+    assert "pip install 'pytest-loopsim[agent-framework]'" in out
     assert "engine" in out
 
 

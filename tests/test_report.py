@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -241,3 +242,115 @@ def test_show_max_events_limits_every_format(
 def test_cli_help_lists_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     assert re.search(r"^\s+report\s", capsys.readouterr().out, flags=re.MULTILINE)
+
+
+def test_the_decision_table_has_the_run_and_the_judged_text_on_one_line() -> None:
+    two_runs = (
+        "version: 1\n"
+        'agents:\n  writer:\n    script: [one, "two\\nmore lines", three, four, '
+        f"{'x' * 120}, six]\n"
+        "parent: {agent: writer}\n"
+        "loop: {evaluators: [completion_marker], max_iterations: 3}\n"
+        "steps: [{run: first}, {run: second}]\n"
+        "expect: {stop_reason: max_iterations}\n"
+    )
+    loaded = load_scenario_text(two_runs, path="two.loopsim.yaml")
+    result = run_scenario(loaded)
+    page = build_report([entry_from_result(result)])
+    table = page[page.index("<table class='decisions'>") :]
+    table = table[: table.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", table) == [
+        "run",
+        "iteration",
+        "t",
+        "evaluator",
+        "decision",
+        "judged",
+        "feedback",
+    ]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in table.split("<tr>")[2:]]
+    runs = [(cells[0], cells[1]) for cells in rows]
+    assert runs[0] == ("1", "1")
+    assert ("2", "1") in runs  # the second run starts counting its iterations again
+    judged = [cells[5] for cells in rows]
+    assert all(text.startswith("assistant: ") for text in judged), judged
+    assert all("\n" not in text and len(html.unescape(text)) <= 80 for text in judged)
+    assert judged[1] == "assistant: &quot;two\\nmore lines&quot;"  # a line break shown as \\n
+    assert judged[-1].endswith("\u2026")  # cut at 80 characters
+
+
+def test_one_line_cuts_long_and_multi_line_text() -> None:
+    from loopsim._report._html import _one_line
+
+    assert _one_line("short") == "short"
+    assert _one_line("first\nsecond") == "first\u2026"
+    assert _one_line("x" * 200) == "x" * 79 + "\u2026"
+
+
+def test_failure_paths_are_relative_to_the_rootdir(tmp_path: Path) -> None:
+    folder = tmp_path / "suite" / "deep"
+    folder.mkdir(parents=True)
+    path = folder / "cap_failing.loopsim.yaml"
+    path.write_text(FAILING, encoding="utf-8")
+    result = run_scenario(loopsim.load_scenario(path))
+    page = build_report([entry_from_result(result, root=tmp_path)])
+    failures = page[page.index("<div class='failures'>") :]
+    assert str(tmp_path) not in page
+    assert "suite/deep/cap_failing.loopsim.yaml:" in failures
+
+
+def test_a_recorded_run_is_labelled_with_its_engine(tmp_path: Path) -> None:
+    pytest.importorskip("agent_framework")
+    loaded = loopsim.load_scenario(SCENARIOS / "max_iterations_cap.loopsim.yaml")
+    for engine in ("loopsim", "agent_framework"):
+        written = run_scenario(loaded, engine=engine).write_transcript(tmp_path / engine)
+        assert written is not None
+        entry = entry_from_transcript(loopsim.read_transcript(written))
+        assert entry.engine == engine
+        page = build_report([entry])
+        assert f"<td>{engine}</td>" in page[page.index("<table id='suite'>") :]
+    # a built-in run's file is as it was: no engine key
+    assert (
+        '"engine"' not in (tmp_path / "loopsim" / "max_iterations_cap.transcript.json").read_text()
+    )
+
+
+def _timeline_rows(page: str) -> list[tuple[str, str]]:
+    """(status, label) of each timeline bar, top to bottom."""
+    svg = page[page.index("<svg class='timeline'") : page.index("</svg>")]
+    return re.findall(r"<rect class='bar status-(\w+)'.*?</rect><text[^>]*>(.*?)</text>", svg)
+
+
+def test_the_timeline_folds_a_long_loop_and_puts_the_tasks_first() -> None:
+    research = loopsim.load_scenario(SCENARIOS / "research_coordinator.loopsim.yaml")
+    page = build_report([entry_from_result(run_scenario(research))])
+    rows = _timeline_rows(page)
+    statuses = [status for status, _ in rows]
+    first_iteration = statuses.index("iteration")
+    assert "lost" in statuses[:first_iteration]  # the story (the lost task) comes first
+    assert set(statuses[first_iteration:]) == {"iteration"}
+    folded = [label for _, label in rows if "folded" in label]
+    assert folded, rows
+    assert len(rows) <= 15  # not one row per iteration
+
+
+def test_a_loop_of_many_iterations_draws_first_folded_last() -> None:
+    long_cap = CAP.replace("[one, two, three]", str([f"draft {n}" for n in range(12)])).replace(
+        "max_iterations: 3", "max_iterations: 12"
+    )
+    page = build_report([_entry(long_cap, "long")])
+    labels = [label for _, label in _timeline_rows(page)]
+    assert labels == ["iteration 1", "iterations 2-11 (10 folded)", "iteration 12"]
+
+
+def test_a_run_without_virtual_time_gets_an_event_order_axis() -> None:
+    timed = build_report(
+        [_entry(CAP.replace("[one, two, three]", "[{reply: one, delay: 5}, two, three]"), "t")]
+    )
+    assert "data-axis='time'" in timed
+    instant = build_report([_entry(CAP, "cap")])
+    assert "data-axis='events'" in instant
+    assert "event order (the run took no virtual time)" in instant
+    starts = [float(x) for x in re.findall(r"data-start='([0-9.]+)'", instant)]
+    assert starts == sorted(starts)
+    assert len(set(starts)) == 3  # three iterations side by side, not stacked at 0

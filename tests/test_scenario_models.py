@@ -282,7 +282,7 @@ def test_an_agent_framework_client_without_the_extra_says_how_to_install(
         )
     assert info.value.location == "agents.bot.model"
     assert "returned an agent_framework chat client" in str(info.value)
-    assert "pip install 'loopsim[agent-framework]'" in str(info.value)
+    assert "pip install 'pytest-loopsim[agent-framework]'" in str(info.value)
 
 
 def test_the_recording_page_shows_the_shipped_example() -> None:

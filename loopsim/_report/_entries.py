@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._transcript import Transcript
 from ._html import ReportEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .._scenario import ScenarioResult
 
 __all__ = ["entry_from_dict", "entry_from_result", "entry_to_dict"]
@@ -36,13 +40,35 @@ def _divergence(result: ScenarioResult) -> str | None:
     return None
 
 
+def _relative_to(root: Path) -> Callable[[str], str]:
+    """Drop ``root/`` from the paths in a text (a report is read on other machines)."""
+    prefixes = sorted({f"{root}{os.sep}", f"{root.resolve()}{os.sep}"}, key=len, reverse=True)
+
+    def relative(text: str) -> str:
+        for prefix in prefixes:
+            text = text.replace(prefix, "")
+        return text
+
+    return relative
+
+
 def entry_from_result(
-    result: ScenarioResult, *, description: str = "", real_time: float | None = None
+    result: ScenarioResult,
+    *,
+    description: str = "",
+    real_time: float | None = None,
+    root: Path | None = None,
 ) -> ReportEntry:
-    """A report entry for a scenario run: its verdict, facts, failures and transcript."""
-    failures = [f.render(result.path) for f in result.failures]
+    """A report entry for a scenario run: its verdict, facts, failures and transcript.
+
+    Paths in the failures are shown relative to ``root`` (pytest's rootdir; the working
+    folder when None).
+    """
+    relative = _relative_to(Path.cwd() if root is None else root)
+    failures = [relative(f.render(result.path)) for f in result.failures]
     if result.error is not None and not failures:
-        failures.append(f"the run raised {type(result.error).__name__}: {result.error}")
+        failures.append(relative(f"the run raised {type(result.error).__name__}: {result.error}"))
+    divergence = _divergence(result)
     return ReportEntry(
         name=result.name,
         result="passed" if result.passed else "failed",
@@ -56,7 +82,7 @@ def entry_from_result(
         seed=result.seed,
         backend=result.backend,
         failures=failures,
-        divergence=_divergence(result),
+        divergence=None if divergence is None else relative(divergence),
     )
 
 

@@ -18,8 +18,8 @@ from typing import Any
 from .._clients._recording import message_summary
 from .._escape import html_text, no_surrogates
 from .._files import write_atomic
-from .._transcript import Transcript
-from .._transcript._spans import Span, spans
+from .._transcript import Transcript, TranscriptEvent
+from .._transcript._spans import Span, Spans, spans
 
 __all__ = [
     "SCENARIO_BYTES_MAX",
@@ -58,6 +58,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;font-size:12px}
 details{margin:2px 0}summary{cursor:pointer}.more{color:#777;font-style:italic}
 .legend span{display:inline-block;padding:0 6px;margin-right:6px;border:1px solid}
 svg.timeline text{font-size:11px;font-family:system-ui,sans-serif}
+td.judged{white-space:nowrap;font-family:monospace;font-size:12px}
 """.strip()
 
 
@@ -141,6 +142,7 @@ def entry_from_transcript(transcript: Transcript, *, name: str | None = None) ->
         virtual_time=transcript.events[-1].time if transcript.events else 0.0,
         seed=transcript.seed,
         backend=transcript.backend,
+        engine=transcript.engine or "loopsim",  # the header names any other engine
     )
 
 
@@ -151,12 +153,15 @@ _LABEL_W = 150
 _PLOT_W = 760
 
 
-def _bar(n: int, lane: str, bar: Span, scale: float) -> str:
+def _bar(n: int, lane: str, bar: Span, scale: float, unit: str = "s") -> str:
     y = n * _LANE_H + 4
     fill, stroke = _STATUS_COLOURS.get(bar.status, ("#ddd", "#888"))
     x = _LABEL_W + bar.start * scale
     bar_w = max((bar.end - bar.start) * scale, 2.0)
-    tip = f"{bar.label}: {bar.start:g} s to {bar.end:g} s"
+    if unit:
+        tip = f"{bar.label}: {bar.start:g} {unit} to {bar.end:g} {unit}"
+    else:
+        tip = f"{bar.label}: events #{bar.start:g} to #{bar.end:g}"
     if bar.detail:
         tip += f" - {_clip(bar.detail, 100)}"
     name = f"<text x='4' y='{y + 14}'>{_e(_clip(lane, 22))}</text>" if lane else ""
@@ -181,43 +186,128 @@ def _label_place(x: float, bar_w: float, label: str) -> tuple[float, str]:
     return x - 4, " text-anchor='end'"
 
 
+#: a loop run of more iterations than this draws its first and last and one folded bar
+FOLD_AFTER = 3
+
+
+def _folded(bars: list[Span]) -> list[Span]:
+    """Each loop run's iterations as the sequence diagram folds them: the first, one bar
+    for the middle ones ("iterations 2-39 (38 folded)") and the last."""
+    out: list[Span] = []
+    run: list[Span] = []
+
+    def flush() -> None:
+        if len(run) <= FOLD_AFTER:
+            out.extend(run)
+        else:
+            middle = run[1:-1]
+            first, last = middle[0].label.split()[1], middle[-1].label.split()[1]
+            suffix = run[0].label.partition(" (")[2]
+            label = f"iterations {first}-{last} ({len(middle)} folded)" + (
+                f" ({suffix}" if suffix else ""
+            )
+            folded = Span(
+                run[0].lane,
+                label,
+                middle[0].start,
+                middle[-1].end,
+                "iteration",
+                f"{middle[0].ident}-{middle[-1].ident}",
+                "folded: they went alike",
+            )
+            out.extend([run[0], folded, run[-1]])
+        run.clear()
+
+    for bar in bars:
+        same_run = (
+            run
+            and run[-1].lane == bar.lane
+            and (run[-1].label.partition(" (")[2] == bar.label.partition(" (")[2])
+        )
+        if not same_run:
+            flush()
+        run.append(bar)
+    flush()
+    return out
+
+
+def _ordered_rows(found: Spans) -> list[tuple[str, Span]]:
+    """Rows, the story first: task lanes (those with a lost or failed run first), then
+    the loops' iterations, folded."""
+    tasks: dict[str, list[Span]] = {}
+    loops: list[Span] = []
+    for bar in found.bars:
+        if bar.status == "iteration":
+            loops.append(bar)
+        else:
+            tasks.setdefault(bar.lane, []).append(bar)
+    lanes = sorted(
+        tasks.items(), key=lambda item: not any(b.status in ("lost", "failed") for b in item[1])
+    )
+    loop_lanes: dict[str, list[Span]] = {}
+    for bar in _folded(loops):
+        loop_lanes.setdefault(bar.lane, []).append(bar)
+    return [
+        (lane if i == 0 else "", bar)
+        for lane, bars in [*lanes, *loop_lanes.items()]
+        for i, bar in enumerate(bars)
+    ]
+
+
+def _in_event_order(transcript: Transcript) -> list[TranscriptEvent]:
+    """The events with each one's position as its time: the axis of a run that took no
+    virtual time, where every bar would start and end at 0 s."""
+    return [
+        TranscriptEvent.model_construct(seq=e.seq, time=float(n), kind=e.kind, data=e.data)
+        for n, e in enumerate(transcript.events)
+    ]
+
+
 def _timeline(transcript: Transcript) -> str:
     found = spans(transcript.events)
     if not found.bars:
         return "<p class='more'>no loop iterations or background tasks</p>"
-    lanes: dict[str, list[Span]] = {}
-    for bar in found.bars:
-        lanes.setdefault(bar.lane, []).append(bar)
-    rows = [
-        (lane if i == 0 else "", bar) for lane, bars in lanes.items() for i, bar in enumerate(bars)
-    ]
+    timed = max(found.end, *(b.end for b in found.bars)) > 0
+    if not timed:
+        found = spans(_in_event_order(transcript))
+    unit = "s" if timed else ""
+    rows = _ordered_rows(found)
     end = max(found.end, *(b.end for b in found.bars)) or 1.0
     scale = _PLOT_W / end
     drawn, left_out = _fit(
-        (_bar(n, lane, bar, scale) for n, (lane, bar) in enumerate(rows)), BUDGETS["timeline"]
+        (_bar(n, lane, bar, scale, unit) for n, (lane, bar) in enumerate(rows)),
+        BUDGETS["timeline"],
     )
     count = len(drawn)
     axis_y = _LANE_H * count + 8
     width = _LABEL_W + _PLOT_W + 20
+    axis = "virtual time" if timed else "event order (the run took no virtual time)"
     out = [
         (
-            f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{width}'"
-            f" height='{axis_y + 22}' role='img' aria-label='task timeline'>"
+            f"<svg class='timeline' data-axis='{'time' if timed else 'events'}' "
+            f"xmlns='http://www.w3.org/2000/svg' width='{width}'"
+            f" height='{axis_y + 36}' role='img' aria-label='task timeline'>"
         ),
     ]
     for tick in range(6):
         value = end * tick / 5
         x = _LABEL_W + value * scale
+        label = f"{value:g} s" if timed else f"#{round(value)}"
         out.append(
             f"<line x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' stroke='#eee'/>"
-            f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{value:g} s</text>"
+            f"<text x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{label}</text>"
         )
+    out.append(
+        f"<text class='axis' x='{_LABEL_W + _PLOT_W / 2:.1f}' y='{axis_y + 30}' "
+        f"text-anchor='middle'>{axis}</text>"
+    )
     out.extend(drawn)
     for when in found.restarts[:20]:
         x = _LABEL_W + when * scale
+        at = f"{when:g} s" if timed else f"event #{round(when)}"
         out.append(
             f"<line class='restart' x1='{x:.1f}' x2='{x:.1f}' y1='0' y2='{axis_y}' "
-            f"stroke='#202080' stroke-width='2'><title>process restart at {when:g} s</title>"
+            f"stroke='#202080' stroke-width='2'><title>process restart at {at}</title>"
             "</line>"
         )
     out.append("</svg>")
@@ -229,23 +319,53 @@ def _timeline(transcript: Transcript) -> str:
 # -- per scenario ------------------------------------------------------------------------
 
 
+def _one_line(text: str, limit: int = 80) -> str:
+    """The first line of ``text``, cut to ``limit`` characters (an ellipsis says so)."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0]
+    if len(lines) > 1 or len(first) > limit:
+        return first[: limit - 1].rstrip() + "\u2026"
+    return first
+
+
+def _judged_decisions(transcript: Transcript) -> list[tuple[int, Any, str]]:
+    """Each evaluator decision with the run it belongs to (1-based, per loop: a run ends
+    at its ``loop_stop``) and the text it judged (the last model answer before it)."""
+    runs: dict[Any, int] = {}
+    judged = ""
+    found = []
+    for event in transcript.events:
+        if event.kind == "model_response":
+            messages = [m for m in event.data.get("messages") or () if isinstance(m, dict)]
+            if messages:
+                judged = message_summary(messages[-1])
+        elif event.kind == "evaluator_decision":
+            found.append((runs.get(event.data.get("loop"), 0) + 1, event, judged))
+        elif event.kind == "loop_stop":
+            loop = event.data.get("loop")
+            runs[loop] = runs.get(loop, 0) + 1
+    return found
+
+
 def _decisions(transcript: Transcript) -> str:
-    rows = [e for e in transcript.events if e.kind == "evaluator_decision"]
+    rows = _judged_decisions(transcript)
     if not rows:
         return ""
     out = [
         (
-            "<h3>Evaluator decisions</h3><table class='decisions'><tr><th>iteration</th>"
-            "<th>t</th><th>evaluator</th><th>decision</th><th>feedback</th></tr>"
+            "<h3>Evaluator decisions</h3><table class='decisions'><tr><th>run</th>"
+            "<th>iteration</th><th>t</th><th>evaluator</th><th>decision</th><th>judged</th>"
+            "<th>feedback</th></tr>"
         )
     ]
     cells, left_out = _fit(
         (
-            f"<tr><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
+            f"<tr><td>{run}</td><td>{_e(e.data.get('iteration'))}</td><td>{e.time:g}</td>"
             f"<td>{_e(_clip(str(e.data.get('evaluator')), 100))}</td>"
             f"<td>{_e(_clip(str(e.data.get('decision')), 40))}</td>"
+            f"<td class='judged' title='{_e(_clip(judged, 300))}'>{_e(_one_line(judged))}</td>"
             f"<td>{_e(_clip(str(e.data.get('feedback') or '')))}</td></tr>"
-            for e in rows
+            for run, e, judged in rows
         ),
         BUDGETS["decisions"],
     )

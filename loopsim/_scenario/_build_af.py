@@ -34,7 +34,7 @@ from ._source import LoadedScenario
 __all__ = ["AgentFrameworkWorld"]
 
 
-INSTALL = "pip install 'loopsim[agent-framework]'"
+INSTALL = "pip install 'pytest-loopsim[agent-framework]'"
 
 
 @contextmanager

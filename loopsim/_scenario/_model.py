@@ -35,7 +35,7 @@ from ._source import LoadedScenario, Located
 __all__ = ["ModelClient", "cassette_path", "model_agents", "model_errors", "replay_cassette"]
 
 EXPECTED_CALLABLE = "module:function of a function(agent_name) that returns a chat client"
-INSTALL = "pip install 'loopsim[agent-framework]'"
+INSTALL = "pip install 'pytest-loopsim[agent-framework]'"
 
 
 def cassette_path(loaded: LoadedScenario) -> Path | None:

@@ -86,12 +86,17 @@ class ScenarioResult:
     def passed(self) -> bool:
         return not self.failures
 
-    def write_transcript(self, folder: Path) -> Path | None:
-        """Write ``<name>.transcript.json`` into ``folder`` (None when unavailable)."""
+    def write_transcript(self, folder: Path, *, name: str | None = None) -> Path | None:
+        """Write ``<name>.transcript.json`` into ``folder`` (None when unavailable);
+        ``name`` replaces the scenario's name in the file name (two scenarios of one
+        name in a run)."""
         if self.transcript is None:
             return None
         folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(file_in(folder, self.name, ".transcript.json"), self.transcript)
+        return write_transcript(
+            file_in(folder, self.name if name is None else name, ".transcript.json"),
+            self.transcript,
+        )
 
     def tail(self, count: int) -> list[str]:
         """The last ``count`` events as text lines (absolute virtual times: a tail has no

@@ -481,7 +481,7 @@ def execute(
     trace = Trace(seed=seed)
     ties = _Ties(scenario.ties, tie_breaker)
     trace.resources[TIE_BREAKER] = ties
-    recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend)
+    recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend, engine=engine)
     outcome = Outcome()
     events = outcome.events
     unsubscribe = trace.subscribe(events.append)

@@ -86,6 +86,9 @@ class Transcript(BaseModel):
     scenario: str | None = None
     seed: int | None = None
     backend: str | None = None
+    #: the engine the run ran on when it was not the built-in one (``agent_framework``);
+    #: absent from the file otherwise, so built-in transcripts stay as they were
+    engine: str | None = None
     loopsim_version: str = __version__
     events: list[TranscriptEvent] = Field(default_factory=list)
 
@@ -105,6 +108,7 @@ class Transcript(BaseModel):
             "scenario": self.scenario,
             "seed": self.seed,
             "backend": self.backend,
+            **({} if self.engine is None else {"engine": self.engine}),
             "loopsim_version": self.loopsim_version,
             "events": [e.to_dict() for e in self.events],
         }
@@ -118,6 +122,7 @@ class Transcript(BaseModel):
             "scenario": self.scenario,
             "seed": self.seed,
             "backend": self.backend,
+            **({} if self.engine is None else {"engine": self.engine}),
             "loopsim_version": self.loopsim_version,
             "events": encode_events(self.events),
         }

@@ -81,6 +81,8 @@ class Recorder:
             ``loopsim.simulate(..., trace=recorder.trace)``.
         scenario, seed, backend: header fields; ``seed`` defaults to the trace's seed and
             ``backend`` to the async library running when the first event arrives.
+        engine: the engine the run is on when it is not the built-in one
+            (``"agent_framework"``); a header field the report labels the run with.
 
     Example:
         >>> import loopsim
@@ -99,11 +101,13 @@ class Recorder:
         scenario: str | None = None,
         seed: int | None = None,
         backend: str | None = None,
+        engine: str | None = None,
     ) -> None:
         self.trace = trace if trace is not None else Trace(seed=seed or 0)
         self.scenario = scenario
         self.seed = self.trace.seed if seed is None else seed
         self.backend = backend
+        self.engine = None if engine == "loopsim" else engine
         self._events: list[TranscriptEvent] = []
         self._dumped: dict[int, tuple[Message, dict[str, Any]]] = {}
         self._requests: dict[tuple[Any, Any], tuple[list[Any], list[Any]]] = {}
@@ -149,6 +153,7 @@ class Recorder:
             scenario=self.scenario,
             seed=self.seed,
             backend=self.backend,
+            engine=self.engine,
             events=events,
         )
 

@@ -1,6 +1,6 @@
 """loopsim.agent_framework: the real agent_framework package as a loopsim engine.
 
-Needs the optional extra: ``pip install 'loopsim[agent-framework]'`` (agent-framework-core
+Needs the optional extra: ``pip install 'pytest-loopsim[agent-framework]'`` (agent-framework-core
 >=1.23,<2). ``import loopsim`` never imports agent_framework; this module does.
 
 The contract (names stable; the scenario engine builds on them):
@@ -51,7 +51,7 @@ try:
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
     _msg = (
         "loopsim.agent_framework needs the agent_framework package: "
-        "pip install 'loopsim[agent-framework]'"
+        "pip install 'pytest-loopsim[agent-framework]'"
     )
     raise ImportError(_msg, name="agent_framework") from _exc
 

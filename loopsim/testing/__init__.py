@@ -3,7 +3,7 @@ evaluator checker, trajectory assertions (``assert_trajectory``, ``assert_never`
 matchers, ``trajectories``; docs/trajectories.md), and a syrupy extension for transcript
 snapshots.
 
-Example (syrupy, which ``pip install 'loopsim[test]'`` brings; the rest needs only
+Example (syrupy, which ``pip install 'pytest-loopsim[test]'`` brings; the rest needs only
 loopsim):
     def test_checkout(snapshot):
         transcript = run_my_loop()

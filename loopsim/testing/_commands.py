@@ -127,7 +127,7 @@ def import_check_target(target: str) -> Any:
     except ImportError:
         raise ValueError(
             f"{target} is not a LoopEvaluator subclass; checking an agent_framework loop needs "
-            "the package: pip install 'loopsim[agent-framework]'"
+            "the package: pip install 'pytest-loopsim[agent-framework]'"
         ) from None
     return found
 

@@ -48,9 +48,14 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def in_ci() -> bool:
+    """Whether ``$CI`` says this is a CI run (``CI=true``, as CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
 def _absent(reason: str) -> None:
-    """Skip with the reason, except in CI (``CI`` set), which installs both: fail there."""
-    if os.environ.get("CI"):
+    """Skip with the reason, except in CI (``CI=true``), which installs both: fail there."""
+    if in_ci():
         pytest.fail(f"{reason}, and CI must run the browser tests")
     pytest.skip(reason)
 
@@ -59,7 +64,7 @@ def need_chromium() -> str:
     """The executable, or skip the test saying what is missing and how to get it."""
     found = chromium()
     if found is None:
-        _absent("Chromium is not installed (apt-get install chromium; .ci/run installs it)")
+        _absent("Chromium is not installed: run `apt-get install chromium` (.ci/run does)")
     assert found is not None
     return found
 
@@ -68,8 +73,8 @@ def need_mermaid() -> Path:
     """mermaid.min.js from the npm package, or skip saying how to install it."""
     if not MERMAID_JS.is_file():
         _absent(
-            "the mermaid npm package is not installed (npm ci --prefix tests/browser; "
-            ".ci/run installs it)"
+            "the mermaid npm package is not installed: run `npm ci --prefix tests/browser` "
+            "(.ci/run does)"
         )
     return MERMAID_JS
 

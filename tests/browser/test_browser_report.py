@@ -78,3 +78,34 @@ def test_nothing_is_loaded_from_elsewhere(page: tuple[str, list[str]]) -> None:
     assert not re.search(r"""(src|href)=["'](?!#)""", dom)
     assert "@import" not in dom
     assert "url(" not in dom
+
+
+def test_the_timeline_story_and_event_axis_in_chromium(tmp_path: Path) -> None:
+    """The research run's timeline (tasks and the lost one first, iterations folded) and a
+    run with no virtual time (an event-order axis), as Chromium draws them; the
+    screenshot is kept in the test's folder for looking at by hand."""
+    from chromium_page import screenshot
+
+    root = Path(__file__).parents[2] / "scenarios"
+    entries = []
+    for name in ("research_coordinator", "max_iterations_cap"):
+        loaded = load_scenario(root / f"{name}.loopsim.yaml")
+        entries.append(
+            entry_from_result(run_scenario(loaded), description=loaded.scenario.description)
+        )
+    target = tmp_path / "timeline.html"
+    target.write_text(build_report(entries), encoding="utf-8")
+    loaded_page = load(target)
+    assert loaded_page.console == []
+    dom = loaded_page.dom
+    assert dom.count('<svg class="timeline"') == 2
+    assert 'data-axis="time"' in dom
+    assert 'data-axis="events"' in dom
+    assert "event order (the run took no virtual time)" in dom
+    assert "folded)" in dom
+    first_svg = dom[dom.index('<svg class="timeline"') : dom.index("</svg>")]
+    statuses = re.findall(r'class="bar status-(\w+)"', first_svg)
+    assert statuses.index("lost") < statuses.index("iteration")
+    assert len(statuses) <= 15
+    png = screenshot(target, tmp_path / "timeline.png", width=1100, height=1400)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

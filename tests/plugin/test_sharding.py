@@ -16,7 +16,7 @@ NAMES = [f"s{n}" for n in range(1, 8)]
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("pytest_split") is None,
-    reason="pytest-split is not installed (it comes with loopsim[shard] and loopsim[dev])",
+    reason="pytest-split is not installed (it comes with pytest-loopsim[shard] and pytest-loopsim[dev])",
 )
 
 

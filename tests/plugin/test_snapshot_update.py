@@ -17,7 +17,7 @@ pytest_plugins = ["pytester"]
 
 needs_syrupy = pytest.mark.skipif(
     importlib.util.find_spec("syrupy") is None,
-    reason="syrupy is not installed (it comes with loopsim[test] and loopsim[dev])",
+    reason="syrupy is not installed (it comes with pytest-loopsim[test] and pytest-loopsim[dev])",
 )
 
 
