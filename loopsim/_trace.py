@@ -44,7 +44,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "Trace", "bind", "current", "emit", "next_id", "rng"]
+__all__ = ["Event", "Trace", "bind", "current", "emit", "emit_marked", "next_id", "rng"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,9 @@ class Event:
     time: float
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
+    #: facts known by identity, not recorded in transcripts (e.g. ``background_completion``
+    #: on the built-in background evaluator's decisions; invariant 6 reads it)
+    marks: frozenset[str] = frozenset()
 
 
 Listener = Callable[[Event], None]
@@ -105,11 +108,11 @@ class Trace:
         """True when someone listens (emitters may skip building costly data otherwise)."""
         return bool(self._listeners)
 
-    def emit(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, kind: str, data: dict[str, Any], marks: frozenset[str] = frozenset()) -> None:
         if not self._listeners:
             return
         self._seq += 1
-        event = Event(self._seq, self.time(), kind, data)
+        event = Event(self._seq, self.time(), kind, data, marks)
         for listener in tuple(self._listeners):
             listener(event)
 
@@ -154,6 +157,13 @@ def emit(kind: str, **data: Any) -> None:
     trace = _current.get()
     if trace is not None and trace._listeners:
         trace.emit(kind, data)
+
+
+def emit_marked(kind: str, marks: frozenset[str], **data: Any) -> None:
+    """:func:`emit` with :attr:`Event.marks` (what the emitter knows by identity)."""
+    trace = _current.get()
+    if trace is not None and trace._listeners:
+        trace.emit(kind, data, marks)
 
 
 def observed() -> bool:
