@@ -1,6 +1,6 @@
 """Validate a user's LoopEvaluator offline: generated contexts and scripted loops, no model.
 
-:func:`check_evaluator` runs six checks, each a hypothesis search that shrinks its
+:func:`check_evaluator` runs seven checks, each a hypothesis search that shrinks its
 counterexample, and returns an :class:`EvaluatorReport`:
 
 ``returns_evaluation``
@@ -25,6 +25,9 @@ counterexample, and returns an :class:`EvaluatorReport`:
     Under a scripted agent that eventually completes (its later replies contain the
     ``marker``, ``"DONE"`` by default) the loop stops before its cap, and the run keeps
     the global invariants. The counterexample is a scenario file.
+``keeps_going``
+    At iteration 1, a reply without the ``marker`` (another letter case, "not done yet",
+    an empty reply) does not stop the loop.
 
 The checks run the user's code: an ``evaluate`` (or a constructor) that raises
 ``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` is a finding named
