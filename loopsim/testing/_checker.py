@@ -302,11 +302,13 @@ def _evaluate(
             context = spec.build()
             outcome.before = _snapshot(context)
             began = real_time()
+            took: float | None = None
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", RuntimeWarning)
                     with anyio.fail_after(budget):
                         outcome.evaluation = await evaluator.evaluate(context)
+                    took = real_time() - began  # the collection below is ours, not the call's
                     gc.collect()  # a coroutine kept in a cycle warns only when collected
                 unawaited = _unawaited(caught)
                 if unawaited is not None:
@@ -317,7 +319,8 @@ def _evaluate(
                 if is_cancellation(exc):
                     raise
                 outcome.error = user_code_failure(exc)
-            took = real_time() - began
+            if took is None:
+                took = real_time() - began
             if guard.call_limit is not None and took > guard.call_limit:
                 guard.too_slow(
                     f"one evaluate call took {took:.1f} real seconds, more than "
