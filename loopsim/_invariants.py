@@ -393,7 +393,7 @@ def check_background_evaluator(events: Sequence[Event]) -> list[str]:
     for event, status in _statuses(events):
         if (
             event.kind == "evaluator_decision"
-            and "BackgroundTask" in str(event.data.get("evaluator"))
+            and "background_completion" in getattr(event, "marks", ())
             and event.data.get("decision") == "continue"
             and "running" not in status.values()
         ):

@@ -49,7 +49,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "Trace", "bind", "current", "emit", "main_done", "next_id", "rng"]
+__all__ = [
+    "Event",
+    "Trace",
+    "bind",
+    "current",
+    "emit",
+    "emit_marked",
+    "main_done",
+    "next_id",
+    "rng",
+]
 
 #: ``Trace.resources`` key: True once the simulation's main function has returned (the
 #: backend is cancelling what was left running; that is teardown, not the program).
@@ -64,6 +74,9 @@ class Event:
     time: float
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
+    #: facts known by identity, not recorded in transcripts (e.g. ``background_completion``
+    #: on the built-in background evaluator's decisions; invariant 6 reads it)
+    marks: frozenset[str] = frozenset()
 
 
 Listener = Callable[[Event], None]
@@ -114,11 +127,11 @@ class Trace:
         """True when someone listens (emitters may skip building costly data otherwise)."""
         return bool(self._listeners)
 
-    def emit(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, kind: str, data: dict[str, Any], marks: frozenset[str] = frozenset()) -> None:
         if not self._listeners:
             return
         self._seq += 1
-        event = Event(self._seq, self.time(), kind, data)
+        event = Event(self._seq, self.time(), kind, data, marks)
         for listener in tuple(self._listeners):
             listener(event)
 
@@ -169,6 +182,13 @@ def main_done() -> bool:
     """True once the running simulation's main function has returned (teardown)."""
     trace = _current.get()
     return trace is not None and trace.resources.get(MAIN_DONE, False) is True
+
+
+def emit_marked(kind: str, marks: frozenset[str], **data: Any) -> None:
+    """:func:`emit` with :attr:`Event.marks` (what the emitter knows by identity)."""
+    trace = _current.get()
+    if trace is not None and trace._listeners:
+        trace.emit(kind, data, marks)
 
 
 def observed() -> bool:

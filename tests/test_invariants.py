@@ -37,8 +37,8 @@ class Events:
         self.now = time
         return self
 
-    def add(self, kind: str, **data: Any) -> Events:
-        self.events.append(Event(len(self.events) + 1, self.now, kind, data))
+    def add(self, kind: str, marks: frozenset[str] = frozenset(), **data: Any) -> Events:
+        self.events.append(Event(len(self.events) + 1, self.now, kind, data, marks))
         return self
 
     def iteration(self, number: int) -> Events:
@@ -59,8 +59,11 @@ class Events:
     def decision(
         self, iteration: int, index: int, decision: str, evaluator: str = "Delegate"
     ) -> Events:
+        # the loop marks the built-in's decisions by identity (invariant 6 reads the mark)
+        builtin = evaluator == "BackgroundTaskCompletionLoopEvaluator"
         return self.add(
             "evaluator_decision",
+            frozenset({"background_completion"}) if builtin else frozenset(),
             loop=LOOP,
             iteration=iteration,
             index=index,
@@ -358,6 +361,17 @@ def test_6_background_evaluator_continued_with_nothing_running() -> None:
             "running"
         )
     ]
+
+
+def test_6_knows_the_built_in_by_identity_not_by_a_name() -> None:
+    # a user's evaluator whose name contains BackgroundTask has its own rule: no finding
+    events = (
+        Events()
+        .iteration(1)
+        .decision(1, 0, "continue", evaluator="BackgroundTaskCompletionLikeThing")
+        .events
+    )
+    assert check_background_evaluator(events) == []
 
 
 def test_7_restart_finished_a_running_task_and_lost_a_finished_one() -> None:

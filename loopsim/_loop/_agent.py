@@ -269,8 +269,9 @@ class _EvaluatorPolicy(LoopPolicy):
                     "expected a LoopEvaluation"
                 )
                 raise TypeError(msg)
-            _trace.emit(
+            _trace.emit_marked(
                 "evaluator_decision",
+                _marks(evaluator),
                 loop=run.loop,
                 iteration=run.iteration,
                 index=index,
@@ -317,3 +318,13 @@ class _EvaluatorPolicy(LoopPolicy):
         return text_message(
             "user", text, self.agent.on_behalf_of_author_name, _trace.next_id("msg")
         )
+
+
+_NO_MARKS: frozenset[str] = frozenset()
+
+
+def _marks(evaluator: LoopEvaluator) -> frozenset[str]:
+    # Identity, never a name: only the class that declares the marker itself carries it
+    # (a user class named ...BackgroundTask... or a subclass with its own rule does not).
+    marks = type(evaluator).__dict__.get("_loopsim_marks")
+    return marks if isinstance(marks, frozenset) else _NO_MARKS

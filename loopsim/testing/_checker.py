@@ -1,6 +1,6 @@
 """Validate a user's LoopEvaluator offline: generated contexts and scripted loops, no model.
 
-:func:`check_evaluator` runs six checks, each a hypothesis search that shrinks its
+:func:`check_evaluator` runs seven checks, each a hypothesis search that shrinks its
 counterexample, and returns an :class:`EvaluatorReport`:
 
 ``returns_evaluation``
@@ -25,6 +25,9 @@ counterexample, and returns an :class:`EvaluatorReport`:
     Under a scripted agent that eventually completes (its later replies contain the
     ``marker``, ``"DONE"`` by default) the loop stops before its cap, and the run keeps
     the global invariants. The counterexample is a scenario file.
+``keeps_going``
+    At iteration 1, a reply without the ``marker`` (another letter case, "not done yet",
+    an empty reply) does not stop the loop.
 
 The checks run the user's code: an ``evaluate`` (or a constructor) that raises
 ``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` is a finding named
@@ -47,24 +50,30 @@ Example:
 
 from __future__ import annotations
 
+import difflib
+import gc
 import json
+import sys
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 import anyio
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 
 from .. import _trace
-from .._clock import simulate
+from .._clock import DEFAULT_START, simulate
 from .._clock._watchdog import real_time
 from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
 from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._scenario import Backend
 from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
-from ._contexts import ContextSpec, contexts
+from ._contexts import ContextSpec, contexts, marked, unfinished
 from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
 
@@ -77,6 +86,7 @@ CHECKS = (
     "odd_responses",
     "within_budget",
     "lets_loop_stop",
+    "keeps_going",
 )
 _DESCRIPTIONS = {
     "returns_evaluation": "evaluate returns a LoopEvaluation for ordinary contexts",
@@ -85,6 +95,7 @@ _DESCRIPTIONS = {
     "odd_responses": "empty, tool-only and approval responses are tolerated",
     "within_budget": "evaluate does not block on the virtual clock beyond the budget",
     "lets_loop_stop": "a scripted agent that completes lets the loop stop before its cap",
+    "keeps_going": "a reply without the marker (other case, near-miss) does not stop the loop",
 }
 
 Factory = Callable[..., LoopEvaluator]
@@ -251,8 +262,34 @@ def _snapshot(context: LoopContext) -> str:
     )
 
 
+class NeverAwaitedError(RuntimeError):
+    """A coroutine made during one ``evaluate`` (or predicate) call was never awaited."""
+
+
+def _unawaited(caught: Sequence[warnings.WarningMessage]) -> NeverAwaitedError | None:
+    for warning in caught:
+        text = str(warning.message)
+        if issubclass(warning.category, RuntimeWarning) and "was never awaited" in text:
+            return NeverAwaitedError(
+                f"{text} during the call: a missing await (e.g. `if is_done(ctx):` on an "
+                f"async is_done) decides on a coroutine object, which is always true "
+                f"(line {warning.lineno} of {warning.filename})"
+            )
+    return None
+
+
+#: a second virtual epoch for the determinism check: another day, 37 s into the minute
+_OTHER_EPOCH = datetime(2026, 3, 14, 15, 9, 37, tzinfo=timezone.utc)
+
+
 def _evaluate(
-    evaluators: Sequence[LoopEvaluator], spec: ContextSpec, budget: float, guard: _Guard
+    evaluators: Sequence[LoopEvaluator],
+    spec: ContextSpec,
+    budget: float,
+    guard: _Guard,
+    *,
+    start: datetime | None = None,
+    seed: int = 0,
 ) -> list[_Outcome]:
     """Call each evaluator on its own fresh context built from ``spec`` (in one simulation)."""
     if not guard.go_on():
@@ -265,16 +302,25 @@ def _evaluate(
             context = spec.build()
             outcome.before = _snapshot(context)
             began = real_time()
+            took: float | None = None
             try:
-                with anyio.fail_after(budget):
-                    outcome.evaluation = await evaluator.evaluate(context)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", RuntimeWarning)
+                    with anyio.fail_after(budget):
+                        outcome.evaluation = await evaluator.evaluate(context)
+                    took = real_time() - began  # the collection below is ours, not the call's
+                    gc.collect()  # a coroutine kept in a cycle warns only when collected
+                unawaited = _unawaited(caught)
+                if unawaited is not None:
+                    outcome.error = unawaited
             except TimeoutError:
                 outcome.blocked = True
             except BaseException as exc:  # a finding, except our own cancellation
                 if is_cancellation(exc):
                     raise
                 outcome.error = user_code_failure(exc)
-            took = real_time() - began
+            if took is None:
+                took = real_time() - began
             if guard.call_limit is not None and took > guard.call_limit:
                 guard.too_slow(
                     f"one evaluate call took {took:.1f} real seconds, more than "
@@ -288,7 +334,12 @@ def _evaluate(
         return outcomes
 
     try:
-        return simulate(main, real_time_limit=guard.run_limit(len(evaluators)))
+        return simulate(
+            main,
+            real_time_limit=guard.run_limit(len(evaluators)),
+            start=DEFAULT_START if start is None else start,
+            seed=seed,
+        )
     except SimulationDeadlock:
         # waiting for something that never happens: blocked forever
         return [_Outcome(blocked=True) for _ in evaluators]
@@ -314,10 +365,12 @@ def _decision(evaluation: Any) -> Any:
     return (evaluation.should_reinvoke, evaluation.feedback, messages)
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, caller: str = "evaluate") -> str:
     if isinstance(exc, UserCodeAbortError):
-        return f"evaluate: {exc.message}"
-    return f"evaluate raised {type(exc).__name__}: {exc}"
+        return f"{caller}: {exc.message}"
+    if isinstance(exc, NeverAwaitedError):
+        return f"{caller} left a coroutine never awaited: {exc}"
+    return f"{caller} raised {type(exc).__name__}: {exc}"
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -354,7 +407,8 @@ def _run_check(
     )(given(strategy)(body))
     try:
         search()
-    except _Found:
+    except (_Found, Flaky):
+        # Flaky: a decision that changes on replay (random draws) is a finding too
         found = last[-1]  # hypothesis replays the shrunk example last
         return found.problem, found.counterexample
     return None
@@ -423,6 +477,7 @@ def check_evaluator(
                 raise
             raise error from exc
 
+    caller = "should_continue" if af_loop is not None else "evaluate"
     report = EvaluatorReport(path)
     guard = _Guard(
         call_limit=_positive("call_time_limit", call_time_limit),
@@ -435,10 +490,10 @@ def check_evaluator(
         if outcome.skipped:
             return
         if outcome.error is not None:
-            raise _Found(_error_text(outcome.error), spec.describe())
+            raise _Found(_error_text(outcome.error, caller), spec.describe())
         if not outcome.blocked and not isinstance(outcome.evaluation, LoopEvaluation):
             raise _Found(
-                f"evaluate returned {type(outcome.evaluation).__name__}, expected a LoopEvaluation",
+                f"{caller} returned {type(outcome.evaluation).__name__}, expected a LoopEvaluation",
                 spec.describe(),
             )
 
@@ -449,34 +504,57 @@ def check_evaluator(
             return  # reported by returns_evaluation / within_budget
         decisions = [_decision(o.evaluation) for o in outcomes]
         if len(set(map(repr, decisions))) > 1:
-            calls = ", ".join(f"call {n}: {_show(d)}" for n, d in enumerate(decisions[:3], start=1))
+            calls = ", ".join(
+                f"call {n}: {_show(d, caller)}" for n, d in enumerate(decisions[:3], start=1)
+            )
             raise _Found(
                 f"the same context gave different decisions ({calls} of one instance; a fresh "
-                f"instance: {_show(decisions[3])}). Keep per-run state in "
+                f"instance: {_show(decisions[3], caller)}). Keep per-run state in "
                 "context.additional_properties, not on self",
                 spec.describe(),
             )
+        (epoch,) = _evaluate([make()], spec, budget, guard, start=_OTHER_EPOCH)
+        (seeded,) = _evaluate([make()], spec, budget, guard, seed=1)
+        for other, what, fix in (
+            (
+                epoch,
+                (
+                    f"the virtual clock ({DEFAULT_START:%Y-%m-%d %H:%M:%S} against "
+                    f"{_OTHER_EPOCH:%Y-%m-%d %H:%M:%S} UTC)"
+                ),
+                "it reads the wall clock (datetime.now, time.time): decide from the context",
+            ),
+            (seeded, "the seed (0 against 1)", "it draws random numbers: decide from the context"),
+        ):
+            if other.error is not None or other.blocked or other.skipped:
+                continue
+            if repr(_decision(other.evaluation)) != repr(decisions[3]):
+                raise _Found(
+                    f"the decision depends on {what}: {_show(decisions[3], caller)} against "
+                    f"{_show(_decision(other.evaluation), caller)}; {fix}",
+                    spec.describe(),
+                )
 
     def no_mutation(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if not outcome.skipped and outcome.before != outcome.after:
             changed = _changed(outcome.before, outcome.after)
-            raise _Found(f"evaluate changed the context: {changed}", spec.describe())
+            raise _Found(f"{caller} changed the context:\n{changed}", spec.describe())
 
     def odd_responses(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.skipped:
             return
         if outcome.error is not None:
-            raise _Found(_error_text(outcome.error), spec.describe())
+            raise _Found(_error_text(outcome.error, caller), spec.describe())
         if not outcome.blocked and not isinstance(outcome.evaluation, LoopEvaluation):
-            raise _Found(f"evaluate returned {type(outcome.evaluation).__name__}", spec.describe())
+            raise _Found(f"{caller} returned {type(outcome.evaluation).__name__}", spec.describe())
 
     def within_budget(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
         if outcome.blocked:
             raise _Found(
-                f"evaluate did not return within {budget:g} virtual seconds (or waited for "
+                f"{caller} did not return within {budget:g} virtual seconds (or waited for "
                 "something that never happens)",
                 spec.describe(),
             )
@@ -510,6 +588,23 @@ def check_evaluator(
         if problem is not None:
             raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
 
+    def keeps_going(spec: ContextSpec) -> None:
+        (outcome,) = _evaluate([make()], spec, budget, guard)
+        if outcome.skipped or outcome.error is not None or outcome.blocked:
+            return  # reported by returns_evaluation / within_budget
+        if (
+            isinstance(outcome.evaluation, LoopEvaluation)
+            and not outcome.evaluation.should_reinvoke
+        ):
+            said = "should_continue returned False" if af_loop else "evaluate returned stop()"
+            text = "\n".join(m["contents"][0]["text"] for m in spec.response)
+            raise _Found(
+                f"{said} at iteration 1 on a reply without {marker!r} ({text!r}): the loop "
+                "stops before the agent has completed (an early stop left in, or a marker "
+                "matched in another case or as part of a longer reply)",
+                spec.describe(),
+            )
+
     ordinary = contexts(odd=False)
     odd = contexts(odd=True)
     both = st.one_of(ordinary, odd)
@@ -523,12 +618,46 @@ def check_evaluator(
     )
     plan: list[tuple[str, Callable[[Any], None], st.SearchStrategy[Any]]] = [
         ("returns_evaluation", returns_evaluation, ordinary),
-        ("deterministic", deterministic, both),
+        ("deterministic", deterministic, st.one_of(marked(marker), odd)),
         ("no_mutation", no_mutation, both),
         ("odd_responses", odd_responses, odd),
         ("within_budget", within_budget, both),
         ("lets_loop_stop", lets_loop_stop, loops),
+        ("keeps_going", keeps_going, unfinished(marker)),
     ]
+    with warnings.catch_warnings():
+        # A never-awaited coroutine is a finding of the call that made it (see _evaluate),
+        # not noise elsewhere; agent_framework's ExperimentalWarning is not the user's.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+        experimental = _experimental_warning()
+        if experimental is not None:
+            warnings.filterwarnings("ignore", category=experimental)
+        _run_plan(report, plan, guard, max_examples)
+    if guard.slow is not None:
+        problem, counterexample = guard.slow
+        slow = CheckResult(
+            "within_budget",
+            _DESCRIPTIONS["within_budget"],
+            passed=False,
+            problem=problem,
+            counterexample=counterexample or None,
+        )
+        report.checks = [slow if c.name == "within_budget" else c for c in report.checks]
+    return report
+
+
+def _experimental_warning() -> type[Warning] | None:
+    stage = sys.modules.get("agent_framework._feature_stage")
+    found = getattr(stage, "ExperimentalWarning", None)
+    return found if isinstance(found, type) and issubclass(found, Warning) else None
+
+
+def _run_plan(
+    report: EvaluatorReport,
+    plan: list[tuple[str, Callable[[Any], None], st.SearchStrategy[Any]]],
+    guard: _Guard,
+    max_examples: int,
+) -> None:
     for name, test, strategy in plan:
         if not guard.go_on():
             report.checks.append(_not_run(name, guard))
@@ -550,17 +679,6 @@ def check_evaluator(
                     counterexample=found[1],
                 )
             )
-    if guard.slow is not None:
-        problem, counterexample = guard.slow
-        slow = CheckResult(
-            "within_budget",
-            _DESCRIPTIONS["within_budget"],
-            passed=False,
-            problem=problem,
-            counterexample=counterexample or None,
-        )
-        report.checks = [slow if c.name == "within_budget" else c for c in report.checks]
-    return report
 
 
 def _not_run(name: str, guard: _Guard) -> CheckResult:
@@ -576,7 +694,11 @@ def _positive(name: str, value: float | None) -> float | None:
     return value
 
 
-def _show(decision: Any) -> str:
+def _show(decision: Any, caller: str = "evaluate") -> str:
+    if caller == "should_continue" and isinstance(decision[0], bool):
+        # a predicate's own words: what should_continue returned
+        feedback = "" if decision[1] is None else f" (feedback {decision[1]!r})"
+        return f"should_continue returned {decision[0]}{feedback}"
     if decision[0] is True:
         return f"continue (feedback {decision[1]!r})" if decision[2] is None else "continue"
     if decision[0] is False:
@@ -585,8 +707,13 @@ def _show(decision: Any) -> str:
 
 
 def _changed(before: str, after: str) -> str:
+    """The whole diff of what changed, key by key (unified diff of the indented JSON)."""
     old, new = json.loads(before), json.loads(after)
-    keys = [k for k in old if old[k] != new.get(k)]
-    return ", ".join(
-        f"{k} was {json.dumps(old[k])[:80]}, became {json.dumps(new[k])[:80]}" for k in keys
-    )
+    parts = []
+    for key in [k for k in old if old[k] != new.get(k)]:
+        was = json.dumps(old[key], indent=2, sort_keys=True).splitlines()
+        became = json.dumps(new.get(key), indent=2, sort_keys=True).splitlines()
+        diff = difflib.unified_diff(was, became, f"{key} before", f"{key} after", lineterm="")
+        parts.append(f"{key} was {json.dumps(old[key])}, became {json.dumps(new.get(key))}")
+        parts.extend(diff)
+    return "\n".join(parts)

@@ -28,7 +28,7 @@ from .._messages import (
     Message,
 )
 
-__all__ = ["ODD_KINDS", "ContextSpec", "contexts"]
+__all__ = ["ODD_KINDS", "ContextSpec", "contexts", "marked", "unfinished"]
 
 
 @dataclass(frozen=True)
@@ -122,3 +122,30 @@ def contexts(draw: st.DrawFn, *, odd: bool) -> ContextSpec:
     )
     initial = tuple(draw(st.lists(_text.filter(str.strip), min_size=1, max_size=2)))
     return ContextSpec(iteration, initial, response, feedback, state)
+
+
+def _reply_spec(text: str, iteration: int = 1) -> ContextSpec:
+    reply = Message.assistant(text).model_dump(mode="json", exclude_none=True)
+    return ContextSpec(iteration, ("do the task",), (reply,), (None,) * (iteration - 1), {})
+
+
+def unfinished(marker: str) -> st.SearchStrategy[ContextSpec]:
+    """First-iteration contexts whose reply lacks ``marker``: other cases and near-misses."""
+    near = {marker.lower(), marker.capitalize(), marker.title(), marker.swapcase()} - {marker}
+    texts = ["not done yet", "working on it", "", "almost", *sorted(near)]
+    texts += [f"not {t} yet" for t in sorted(near)]
+    return st.sampled_from(texts).map(_reply_spec)
+
+
+def marked(marker: str) -> st.SearchStrategy[ContextSpec]:
+    """Ordinary contexts whose last reply carries ``marker`` about half the time."""
+    return st.tuples(contexts(odd=False), st.booleans()).map(
+        lambda pair: pair[0] if not pair[1] else _with_marker(pair[0], marker)
+    )
+
+
+def _with_marker(spec: ContextSpec, marker: str) -> ContextSpec:
+    reply = Message.assistant(f"finished {marker}").model_dump(mode="json", exclude_none=True)
+    return ContextSpec(
+        spec.iteration, spec.initial, (*spec.response, reply), spec.feedback, spec.state
+    )
