@@ -241,6 +241,15 @@ def summary_lines(reports: Iterable[Any]) -> list[str]:
     return lines
 
 
+def weak_lines(reports: Iterable[Any]) -> list[str]:
+    """What each scenario's expectations leave unchecked, sorted by node id."""
+    return [
+        str(line)
+        for report in sorted(reports, key=lambda r: str(r.nodeid))
+        for line in _props(report).get("loopsim_weak", ())
+    ]
+
+
 # -- the hooks ---------------------------------------------------------------------------------
 
 
@@ -284,3 +293,10 @@ class ScenarioOutput:
             terminalreporter.write_sep("=", f"loopsim: {count} scenario{'s' * (count != 1)}")
             for line in lines:
                 terminalreporter.write_line(line)
+        weak = weak_lines(scenario_reports(terminalreporter.stats))
+        if weak:
+            terminalreporter.write_line(
+                f"loopsim: {len(weak)} weak expectation(s) (strict: true makes them failures):"
+            )
+            for line in weak:
+                terminalreporter.write_line(f"  {line}")

@@ -386,7 +386,8 @@ class ScenarioStepWarning(UserWarning):
 
 
 def _warn_unchanged_steps(result: ScenarioResult) -> None:
-    """Report each step of ``result`` that changed nothing as a pytest warning."""
+    """Report each step of ``result`` that changed nothing as a pytest warning (weak
+    expectations go to loopsim's own summary instead: see ``loopsim_weak``)."""
     for warning in result.warnings:
         warnings.warn_explicit(
             ScenarioStepWarning(warning.render(None)),
@@ -489,6 +490,9 @@ class ScenarioItem(pytest.Item):
             )
             self.user_properties.append(("loopsim_report", entry_to_dict(entry)))
         _warn_unchanged_steps(result)
+        weak = [w.render(result.path) for w in result.weak]
+        if weak:
+            self.user_properties.append(("loopsim_weak", weak))
         folder = config.getoption(TRANSCRIPTS_OPTION)
         if folder is not None:
             written = _write_transcript(result, Path(folder), self.transcript_name)

@@ -31,7 +31,7 @@ def run(tmp_path: Path, expect: str, *, strict: bool = False) -> loopsim.Scenari
 
 
 def messages(result: loopsim.ScenarioResult) -> list[str]:
-    return [w.message for w in result.warnings]
+    return [w.message for w in result.weak]
 
 
 def test_tools_no_expectation_looks_at_are_named(tmp_path: Path) -> None:
@@ -40,7 +40,8 @@ def test_tools_no_expectation_looks_at_are_named(tmp_path: Path) -> None:
     (warning,) = messages(result)
     assert warning.startswith("nothing checks which tools the run called")
     assert "background_agents_start_task" in warning
-    assert result.warnings[0].location == "expect"
+    assert result.weak[0].location == "expect"
+    assert result.warnings == []  # the steps' own warnings are another list
 
 
 def test_an_answer_no_expectation_looks_at_is_named(tmp_path: Path) -> None:
@@ -90,3 +91,17 @@ def test_a_run_without_tools_or_text_has_nothing_to_flag(tmp_path: Path) -> None
     result = loopsim.run_scenario(loopsim.load_scenario(plain))
     assert result.passed, result.report()
     assert messages(result) == []
+
+
+def test_loopsim_run_lists_weak_expectations_in_its_summary(tmp_path: Path) -> None:
+    from _cli import loopsim_cli
+
+    (tmp_path / "w.loopsim.yaml").write_text(
+        "version: 1\nagents:\n  a: {script: [hello]}\nparent: {agent: a}\n"
+        "steps:\n  - run: hi\nexpect:\n  calls: {a: 1}\n",
+        encoding="utf-8",
+    )
+    done = loopsim_cli("run", ".", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "loopsim: 1 weak expectation(s) (strict: true makes them failures):" in done.stdout
+    assert "w.loopsim.yaml:7: expect: nothing checks what the agent answered" in done.stdout

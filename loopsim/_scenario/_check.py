@@ -31,6 +31,7 @@ __all__ = [
     "check_steps",
     "snapshot_path",
     "warnings_of",
+    "weak_of",
 ]
 
 
@@ -41,7 +42,7 @@ class Failure:
     message: str
     location: str | None = None
     line: int | None = None
-    kind: str = "expectation"  # or "invariant", "error", "unused", "strict", "warning"
+    kind: str = "expectation"  # or "invariant", "error", "unused", "strict", "warning", "weak"
 
     def render(self, path: Path | None) -> str:
         where = ""
@@ -452,7 +453,7 @@ def check_run(
             Failure(
                 f"{w.message} (strict: true makes this an error)", w.location, w.line, kind="strict"
             )
-            for w in warnings_of(loaded, run)
+            for w in (*warnings_of(loaded, run), *weak_of(loaded, run))
         )
     ties = run.ties
     for position, problem in ties.problems:
@@ -488,10 +489,9 @@ def check_run(
 
 
 def warnings_of(loaded: LoadedScenario, run: Execution) -> list[Failure]:
-    """The steps of ``run`` that changed nothing, and what its expectations leave
-    unchecked, as located warnings."""
+    """The steps of ``run`` that changed nothing, as located warnings."""
     where = loaded.where
-    steps = [
+    return [
         Failure(
             message,
             format_location(("steps", index)),
@@ -500,11 +500,15 @@ def warnings_of(loaded: LoadedScenario, run: Execution) -> list[Failure]:
         )
         for index, message in run.outcome.warnings
     ]
-    weak = [
-        Failure(message, format_location(("expect",)), where.line(("expect",)), kind="warning")
+
+
+def weak_of(loaded: LoadedScenario, run: Execution) -> list[Failure]:
+    """What the expectations leave unchecked of ``run``, located at ``expect``."""
+    where = loaded.where
+    return [
+        Failure(message, format_location(("expect",)), where.line(("expect",)), kind="weak")
         for message in weak_expectations(loaded.scenario, run.events)
     ]
-    return steps + weak
 
 
 _TOOL_EVENTS = frozenset({"tool_call", "tool_result", "tool_round_limit", "fault"})

@@ -20,7 +20,7 @@ from .._trace import Event
 from .._trajectory import HostMark
 from .._transcript import Transcript, render_text, write_transcript
 from ._build import ModelOverride
-from ._check import Failure, check_run, warnings_of
+from ._check import Failure, check_run, warnings_of, weak_of
 from ._compare import compare_engines
 from ._model import replay_cassette
 from ._run import execute
@@ -66,6 +66,9 @@ class ScenarioResult:
     #: steps that changed nothing (a restart that found nothing running, ...); with
     #: ``strict: true`` they are failures instead
     warnings: list[Failure] = field(default_factory=list)
+    #: what the expectations leave unchecked (tools called, an answer given, that nothing
+    #: looks at); with ``strict: true`` they are failures instead
+    weak: list[Failure] = field(default_factory=list)
     #: agents that reached their tool-round limit: (agent, limit, virtual time)
     tool_round_limits: list[tuple[str, int, float]] = field(default_factory=list)
     #: what ran it: ``loopsim``, ``agent_framework``, or ``both`` (then :attr:`other` holds
@@ -229,6 +232,7 @@ def run_scenario(
         backend=run.backend,
         failures=check_run(loaded, run, keys, update_snapshots=update_snapshots),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
+        weak=[] if loaded.scenario.strict else weak_of(loaded, run),
         tool_round_limits=[
             (str(e.data.get("agent")), int(e.data.get("max_iterations", 0)), e.time)
             for e in run.events
