@@ -30,10 +30,12 @@ ORDER = (
     "_vary_paths",
     "_loader",
     "_policies",  # stage 3: build
+    "_factories",
     "_build",
     "_build_af",
     "_run",  # stage 4: run
-    "_check",  # stage 5: check
+    "_weak",  # stage 5: check (what the expectations leave unchecked first)
+    "_check",
     "_compare",
     "_result",  # stage 6: result
     "_vary",  # property runs drive the whole pipeline once per draw
