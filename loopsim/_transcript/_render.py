@@ -116,21 +116,12 @@ def describe_event(
         )
     if kind == "loop_stop":
         return f"{d.get('loop')}  {d.get('reason')} after {d.get('iterations')} iteration(s)"
-    if kind == "task_status":
-        text = (
-            f"{d.get('provider')}  {d.get('session')}  task {d.get('task_id')} "
-            f"{d.get('agent')} {d.get('status')}  {_clip(_j(d.get('description')), max_text)}"
-        )
-        if d.get("error") is not None:
-            text += f"  error: {_clip(_j(d.get('error')), max_text)}"
-        elif d.get("result") is not None:
-            text += f"  result: {_clip(_j(d.get('result')), max_text)}"
-        return text
-    if kind == "task_finished":
-        text = (
-            f"{d.get('provider')}  {d.get('session')}  task {d.get('task_id')} "
-            f"{d.get('agent')} run {d.get('outcome')}"
-        )
+    if kind in ("task_status", "task_finished"):
+        what = d.get("status") if kind == "task_status" else f"run {d.get('outcome')}"
+        text = f"{d.get('provider')}  {d.get('session')}  task {d.get('task_id')} "
+        text += f"{d.get('agent')} {what}"
+        if kind == "task_status":
+            text += f"  {_clip(_j(d.get('description')), max_text)}"
         if d.get("error") is not None:
             text += f"  error: {_clip(_j(d.get('error')), max_text)}"
         elif d.get("result") is not None:
