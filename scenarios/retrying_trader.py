@@ -1,7 +1,7 @@
 """The user's own code of ``retry_storm.loopsim.yaml``: an agent that retries on HTTP 429.
 
 ``trader(client, name)`` is the scenario's ``factory:``. It builds the agent a team would
-ship, for whichever engine runs the scenario, with a tenacity retry that waits what the
+ship, for whichever engine runs the scenario, with a plain retry loop that waits what the
 service's ``retry-after`` says (1 s when it says nothing), at most 20 attempts:
 
 * on the built-in engine the model's client raises :class:`loopsim.RateLimitError`
@@ -10,7 +10,10 @@ service's ``retry-after`` says (1 s when it says nothing), at most 20 attempts:
   raise, a ``ChatClientException`` caused by ``openai.RateLimitError`` (the header on
   ``.response``), and the retry is a chat middleware around each model call.
 
-The waits are virtual: a storm of ten minutes costs the test a few milliseconds.
+The waits are virtual: a storm of ten minutes costs the test a few milliseconds. A retry
+library waits the same way (tenacity and backoff are tested on virtual time in the test
+suite); this file needs nothing beyond loopsim, so the shipped scenarios run on a plain
+install.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-import tenacity
+import anyio
 
 import loopsim
 
@@ -41,26 +44,17 @@ def _retry_after(exc: BaseException | None) -> float | None:
     return None
 
 
-def _wait(state: tenacity.RetryCallState) -> float:
-    outcome = state.outcome
-    return (_retry_after(outcome.exception()) if outcome is not None else None) or 1.0
-
-
-def _retrying() -> tenacity.AsyncRetrying:
-    return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception(lambda exc: _retry_after(exc) is not None),
-        wait=_wait,
-        stop=tenacity.stop_after_attempt(MAX_ATTEMPTS),
-        reraise=True,
-    )
-
-
 async def with_retry(call: Callable[[], Awaitable[Any]]) -> Any:
     """``await call()``, again after each 429 as the service asks."""
-    async for attempt in _retrying():
-        with attempt:
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
             return await call()
-    raise AssertionError  # pragma: no cover - reraise=True: tenacity raises the last error
+        except Exception as exc:  # noqa: PERF203 - a retry loop is what this shows
+            wait = _retry_after(exc)
+            if wait is None or attempt == MAX_ATTEMPTS:
+                raise
+            await anyio.sleep(wait)
+    raise AssertionError  # pragma: no cover - the last attempt returns or raises
 
 
 class RetryingClient:

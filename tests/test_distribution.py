@@ -10,6 +10,7 @@ installed in a fresh venv by ``.ci/check_dist`` (run by ``.ci/run``).
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import sys
@@ -156,3 +157,44 @@ def test_the_readme_set_up_is_two_commands_that_ci_and_tox_run() -> None:
     assert "pass_env = CI" in testenv
     extras = PROJECT["optional-dependencies"]["dev"]
     assert any(_normal(_REQUIREMENT.match(e).group("name")) == "tox" for e in extras)  # type: ignore[union-attr]
+
+
+# import name -> distribution, where the two differ (the plain install's dependencies)
+_IMPORT_NAMES = {"yaml": "pyyaml", "xdist": "pytest-xdist"}
+
+
+def module_level_imports(source: str) -> set[str]:
+    """The top-level names a module imports when it is loaded (not inside functions)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def plain_install_lacks(source: str, siblings: set[str]) -> list[str]:
+    """The modules ``source`` imports at load time that a plain ``pip install`` lacks."""
+    core = {_normal(_REQUIREMENT.match(d).group("name")) for d in PROJECT["dependencies"]}  # type: ignore[union-attr]
+    allowed = {*sys.stdlib_module_names, "loopsim", "__future__", *siblings}
+    return sorted(
+        name
+        for name in module_level_imports(source)
+        if name not in allowed and _normal(_IMPORT_NAMES.get(name, name)) not in core
+    )
+
+
+def test_shipped_scenario_code_needs_only_a_plain_install() -> None:
+    # the README's first command is `pip install -e . && loopsim run scenarios/`: a shipped
+    # scenario's own module may not need a test-only library (tenacity once did)
+    files = sorted((ROOT / "scenarios").glob("*.py"))
+    siblings = {f.stem for f in files}
+    assert files
+    lacking = {f.name: plain_install_lacks(f.read_text(encoding="utf-8"), siblings) for f in files}
+    assert {name: mods for name, mods in lacking.items() if mods} == {}
+
+
+def test_the_plain_install_check_catches_a_test_only_import() -> None:
+    source = "import tenacity\nimport anyio\nimport yaml\n\ndef f():\n    import agent_framework\n"
+    assert plain_install_lacks(source, set()) == ["tenacity"]
