@@ -24,6 +24,7 @@ import pytest
 from af_programs import (
     editor_loop,
     faq_bot,
+    incident_triage,
     models,
     offsite_planner,
     refund_desk,
@@ -445,6 +446,48 @@ def test_the_harness_planner_loops_while_todos_remain(
     ]
     memory = list((tmp_path / "run0").rglob("offsite.md"))
     assert [p.read_text(encoding="utf-8") for p in memory] == ["Venue: Lakeside Lodge (3100)"]
+
+
+def triage_fakes() -> dict[str, Any]:
+    def specialist(finding: str, think: float, answer: float) -> ScriptedChatClient:
+        return ScriptedChatClient(
+            [
+                Turn(call("log_finding", f"f-{finding}", finding=finding), delay=think),
+                Turn(f"{finding}, see the log", delay=answer),
+            ]
+        )
+
+    return {
+        "network": specialist("load balancer drops", 12, 3),
+        "database": specialist("pool exhausted", 5, 2),
+        "frontend": specialist("bundle is fine", 40, 45),  # answers at 85 s: too late
+    }
+
+
+def test_concurrent_specialists_keep_their_order_and_the_apps_own_timeout() -> None:
+    answers, transcript, _ = thrice(incident_triage.main, triage_fakes)
+    assert answers == [
+        "network: load balancer drops, see the log",
+        "database: pool exhausted, see the log",
+        "frontend: no answer within 60 s",
+    ]
+    # each tool ran at its own virtual instant and stamped the virtual wall clock
+    results = {
+        e.data["call_id"]: (e.time, e.data["result"]) for e in events(transcript, "tool_result")
+    }
+    assert results == {
+        "f-pool exhausted": (5.0, "00:00:05 pool exhausted"),
+        "f-load balancer drops": (12.0, "00:00:12 load balancer drops"),
+        "f-bundle is fine": (40.0, "00:00:40 bundle is fine"),
+    }
+    assert [(e.time, e.data["agent"]) for e in events(transcript, "model_response")] == [
+        (5.0, "database"),
+        (7.0, "database"),
+        (12.0, "network"),
+        (15.0, "network"),
+        (40.0, "frontend"),
+    ]
+    assert transcript.events[-1].time <= 60.0
 
 
 # -- checks across the suite -------------------------------------------------------------------
