@@ -44,6 +44,7 @@ PROGRAMS = Path(__file__).parent / "af_programs"
 START = "background_agents_start_task"
 WAIT = "background_agents_wait_for_first_completion"
 RESULTS = "background_agents_get_task_results"
+ALL = "background_agents_get_all_tasks"
 
 Fakes = Callable[[], Mapping[str, Any]]
 
@@ -198,8 +199,8 @@ def desk_fakes() -> dict[str, Any]:
                 call(RESULTS, "r1", task_id=1),
                 "web is in; the archive is still digging",
                 call(WAIT, "w3", task_ids=[2]),  # times out at 20 + 1800
-                "the archive needs more time",
-                call(WAIT, "w4", task_ids=[2]),
+                # the model thinks until t=3700; the archive's run ends meanwhile, at 3600
+                Turn(call(ALL, "a1"), delay=1880),
                 call(RESULTS, "r2", task_id=2),
                 "Report: 3 recent sources and a 1998 field study; no expert quotes.",
             ]
@@ -216,14 +217,26 @@ def test_the_research_desk_reports_a_fast_a_slow_and_a_failed_child() -> None:
         (20.0, "web", "completed"),
         (3600.0, "archive", "completed"),
     ]
+    # the task record in the session catches up when the coordinator next looks, at 3700
+    archive = [
+        (e.time, e.data["status"])
+        for e in events(transcript, "task_status")
+        if e.data["task_id"] == 2
+    ]
+    assert archive == [(0.0, "running"), (3700.0, "completed")]
+    (bar,) = (
+        line for line in loopsim.render_timeline(transcript).splitlines() if "task 2 " in line
+    )
+    assert bar.endswith(", 0, 3600000")  # the archive's bar ends when its run did
+    diagram = loopsim.render_mermaid(transcript)
+    assert diagram.index("t=3600 task 2 completed") < diagram.index("t=3700 get_all_tasks()")
     (failed,) = (e for e in events(transcript, "task_finished") if e.data["outcome"] == "failed")
     assert failed.data["error"] == "quotes service is down"
     assert loop_facts(transcript) == [
         (0.0, 1, "continue"),
         (20.0, 2, "continue"),
-        (1820.0, 3, "continue"),
-        (3600.0, 4, "stop"),
-        (3600.0, "stop", "evaluators_stopped", 4),
+        (3700.0, 3, "stop"),
+        (3700.0, "stop", "evaluators_stopped", 3),
     ]
     results = tool_results(transcript)
     assert "3 recent sources" in str(results["r1"])
