@@ -67,7 +67,8 @@ def once(
 def thrice(
     main: Callable[..., Any], fakes: Fakes, *args: Any, seed: int = 0
 ) -> tuple[Any, loopsim.Transcript, Mapping[str, Any]]:
-    """Run ``main`` three times on fresh fakes; fail unless the transcripts are byte-identical.
+    """Run ``main`` three times on fresh fakes; fail unless the transcripts are byte-identical
+    and every scripted turn was used.
 
     Returns the first run's result, transcript and fakes (for what the models were sent).
     """
@@ -83,6 +84,9 @@ def thrice(
             msg = f"{main.__module__}: run {number} differs from run 1: {divergence}"
             raise AssertionError(msg)
     assert [r[0] for r in runs] == [runs[0][0]] * 3
+    for role, fake in runs[0][2].items():
+        left = getattr(getattr(fake, "inner", fake), "remaining", ())
+        assert left == (), f"{role}: {len(left)} scripted turn(s) the program never asked for"
     return runs[0]
 
 
