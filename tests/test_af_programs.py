@@ -247,6 +247,17 @@ def test_the_research_desk_reports_a_fast_a_slow_and_a_failed_child() -> None:
     assert "1998 field study" in str(results["r2"])
 
 
+def test_the_research_desk_streamed_is_traced_as_the_plain_run() -> None:
+    async def streamed() -> str:
+        return await research_desk.main(stream=True)
+
+    streamed.__module__ = research_desk.__name__
+    report, transcript, _ = thrice(streamed, desk_fakes)
+    assert report.startswith("Report: 3 recent sources")
+    _, plain = once(research_desk.main, desk_fakes)
+    assert loopsim.diff_transcripts(plain, transcript) is None
+
+
 def refund_fakes(reply: str) -> Fakes:
     def fakes() -> dict[str, Any]:
         return {

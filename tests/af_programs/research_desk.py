@@ -40,7 +40,14 @@ def build_desk() -> af.Agent:
     )
 
 
-async def main(topic: str = "heat pumps") -> str:
+async def main(topic: str = "heat pumps", *, stream: bool = False) -> str:
     desk = build_desk()
-    result = await desk.run(f"Research {topic}.", session=desk.create_session())
-    return result.messages[-1].text
+    session = desk.create_session()
+    if not stream:
+        result = await desk.run(f"Research {topic}.", session=session)
+        return result.messages[-1].text
+    # the team's chat UI shows the coordinator's updates as they come
+    updates = desk.run(f"Research {topic}.", session=session, stream=True)
+    async for _update in updates:
+        pass
+    return (await updates.get_final_response()).messages[-1].text
