@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import _trace
+from .._clients._hosted import emit_hosted
 from .._messages import (
     AgentResponse,
     ChatOptions,
@@ -272,6 +273,7 @@ class RunState:
                 usage=chat_response.usage,
                 response_id=chat_response.response_id,
             )
+            emit_hosted(self.agent._label, self.session.session_id, chat_response)
         usage = chat_response.usage
         if usage is not None:
             self.usage = usage if self.usage is None else self.usage + usage
