@@ -265,6 +265,7 @@ class RunState:
     def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
         """Report and account for a model answer; returns the tool calls it asks for."""
         if _trace.observed():  # spares copying the messages for nobody
+            emit_hosted(self.agent._label, self.session.session_id, chat_response)
             _trace.emit(
                 "model_response",
                 agent=self.agent._label,
@@ -273,7 +274,6 @@ class RunState:
                 usage=chat_response.usage,
                 response_id=chat_response.response_id,
             )
-            emit_hosted(self.agent._label, self.session.session_id, chat_response)
         usage = chat_response.usage
         if usage is not None:
             self.usage = usage if self.usage is None else self.usage + usage

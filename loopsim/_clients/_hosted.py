@@ -112,7 +112,8 @@ def _fail(
 
 def emit_hosted(agent: str | None, session: str | None, response: ChatResponse) -> None:
     """Record one ``hosted_tool`` event per hosted call of a model's answer (its tool,
-    arguments and result), after the ``model_response`` that holds it."""
+    arguments and result), just before the ``model_response`` that holds it: the service
+    ran the tool before it answered."""
     results: dict[str, HostedToolResultContent] = {}
     calls: list[HostedToolCallContent] = []
     for message in response.messages:

@@ -276,6 +276,7 @@ class RecordingChatClient:
         turn.conversation_id = response.conversation_id
         turn.response_time = _now()
         if self.emit:
+            emit_hosted(turn.agent, turn.session, response)
             _trace.emit(
                 "model_response",
                 agent=turn.agent,
@@ -284,7 +285,6 @@ class RecordingChatClient:
                 usage=response.usage,
                 response_id=response.response_id,
             )
-            emit_hosted(turn.agent, turn.session, response)
 
     def _fail(self, turn: RecordedTurn, exc: Exception) -> None:
         turn.error = self.redactor.text(f"{type(exc).__name__}: {exc}")

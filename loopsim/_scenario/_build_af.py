@@ -234,13 +234,17 @@ class AgentFrameworkWorld(World):
 def _af_tools(spec: AgentSpec) -> list[Any]:
     import agent_framework as af  # noqa: PLC0415 - the optional extra
 
+    hosted: list[Any] = [dict(declaration) for declaration in spec.hosted_tools]
     return [
-        af.tool(
-            part.function,
-            name=part.name,
-            description=part.description,
-            approval_mode=part.approval_mode,
-            schema=part.arguments,
-        )
-        for part in tool_functions(spec)
+        *hosted,
+        *(
+            af.tool(
+                part.function,
+                name=part.name,
+                description=part.description,
+                approval_mode=part.approval_mode,
+                schema=part.arguments,
+            )
+            for part in tool_functions(spec)
+        ),
     ]

@@ -145,6 +145,7 @@ class LoopsimChatClient(
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
         if self._emits and _trace.observed():
+            emit_hosted(agent, session, response)
             _trace.emit(
                 "model_response",
                 agent=agent,
@@ -153,7 +154,6 @@ class LoopsimChatClient(
                 usage=response.usage,
                 response_id=response.response_id,
             )
-            emit_hosted(agent, session, response)
 
     def _failed(self, exc: BaseException, agent: str | None, session: str | None) -> None:
         if self._emits:
