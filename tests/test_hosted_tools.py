@@ -481,3 +481,26 @@ def test_a_trajectory_sees_the_hosted_call_before_the_answer() -> None:
     steps = loopsim.testing.steps_of(_recorded(1))
     assert [(s.kind, s.name) for s in steps] == [("tool", "web_search"), ("says", None)]
     assert steps[0].result == {"sources": ["https://tides.example"]}
+
+
+def test_a_recorded_hosted_run_reads_back_and_replays_byte_identical(tmp_path: Any) -> None:
+    def desk(client: Any) -> loopsim.Agent:
+        return loopsim.Agent(client, name="desk", tools=[{"type": "web_search"}])
+
+    async def main(agent: loopsim.Agent) -> str:
+        return (await agent.run("when?", session=agent.create_session())).text
+
+    _, recorded = loopsim.record(main, desk(loopsim.ScriptedChatClient([search_reply()])))
+    path = tmp_path / "hosted.transcript.json"
+    loopsim.write_transcript(path, recorded)
+    assert loopsim.read_transcript(path).to_json() == recorded.to_json()
+    text, replayed = loopsim.record(main, desk(loopsim.ReplayChatClient(recorded, "desk")))
+    assert text == "High tide is at 06:10."
+    assert replayed.to_json() == recorded.to_json()
+
+
+def test_upstreams_factory_spelling_builds_the_hosted_pair() -> None:
+    call = loopsim.Content.from_search_tool_call("s1", tool_name="web_search", arguments={"q": 1})
+    result = loopsim.Content.from_search_tool_result("s1", tool_name="web_search", result=[1])
+    assert [call, result] == loopsim.hosted_call("web_search", {"q": 1}, result=[1], call_id="s1")
+    assert isinstance(call, loopsim.Content)

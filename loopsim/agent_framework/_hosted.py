@@ -237,8 +237,10 @@ def to_af_hosted(content: HostedToolCallContent | HostedToolResultContent) -> af
             additional_properties=kept,
         )
     if tool == "image_generation":
+        # agent_framework's field holds content (the image by URI); other values ride along
+        image = af.Content("uri", uri=result) if isinstance(result, str) else None
         return af.Content.from_image_generation_tool_result(
-            image_id=content.call_id, outputs=result, additional_properties=kept
+            image_id=content.call_id, outputs=image, additional_properties=kept
         )
     if tool == "mcp":
         return af.Content.from_mcp_server_tool_result(
