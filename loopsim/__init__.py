@@ -65,6 +65,7 @@ from ._clients import When as When
 from ._clients import faulty_tool as faulty_tool
 from ._clock import VirtualClock as VirtualClock
 from ._clock import simulate as simulate
+from ._errors import HostedToolError as HostedToolError
 from ._errors import LoopsimError as LoopsimError
 from ._errors import RealTimeLimitError as RealTimeLimitError
 from ._errors import ReplayedModelError as ReplayedModelError
@@ -111,11 +112,15 @@ from ._messages import FunctionApprovalRequestContent as FunctionApprovalRequest
 from ._messages import FunctionApprovalResponseContent as FunctionApprovalResponseContent
 from ._messages import FunctionCallContent as FunctionCallContent
 from ._messages import FunctionResultContent as FunctionResultContent
+from ._messages import HostedTool as HostedTool
+from ._messages import HostedToolCallContent as HostedToolCallContent
+from ._messages import HostedToolResultContent as HostedToolResultContent
 from ._messages import Message as Message
 from ._messages import TextContent as TextContent
 from ._messages import UriContent as UriContent
 from ._messages import Usage as Usage
 from ._messages import UsageContent as UsageContent
+from ._messages import hosted_call as hosted_call
 from ._messages._factory import Content as Content
 from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
@@ -186,6 +191,10 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "FunctionResultContent",
     "FunctionTool",
     "HarnessAgent",
+    "HostedTool",
+    "HostedToolCallContent",
+    "HostedToolError",
+    "HostedToolResultContent",
     "JudgeVerdict",
     "LoadedScenario",
     "LoopAgent",
@@ -248,6 +257,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "create_harness_agent",
     "diff_transcripts",
     "faulty_tool",
+    "hosted_call",
     "load_scenario",
     "read_transcript",
     "record",

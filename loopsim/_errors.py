@@ -5,6 +5,7 @@ LoopsimError(Exception)
 ├── ScenarioError(LoopsimError, ValueError)        file, line, field path, expected
 ├── SimulationError(LoopsimError, RuntimeError)    .virtual_time, .seed
 │   ├── ScriptExhaustedError                       client, turn, last request
+│   ├── HostedToolError                            client, agent, turn, tool, call id
 │   ├── SimulationDeadlock                         what each task waits on
 │   ├── SimulationLimitError                       .limit, .value, what each task waits on
 │   │   ├── VirtualTimeLimitError                  virtual-time budget / wall-clock range
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "HostedToolError",
     "LoopsimError",
     "RealTimeLimitError",
     "ReplayMismatchError",
@@ -161,6 +163,63 @@ class ScriptExhaustedError(SimulationError):
             virtual_time=virtual_time,
             seed=seed,
         )
+
+
+class HostedToolError(SimulationError):
+    """A model's answer holds a hosted tool call that no service could have answered so:
+    the script gives no result for it, a result for no call, or calls a hosted tool the
+    request did not offer.
+
+    Attributes:
+        client: the fake client's name.
+        agent: the agent that asked, when known.
+        turn: the 1-based turn of the client that answered so.
+        tool: the hosted tool's name (``web_search``...).
+        call_id: the hosted call's id.
+        problem: what is wrong, in words.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        client: str,
+        agent: str | None,
+        turn: int,
+        tool: str,
+        call_id: str,
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.client = client
+        self.agent = agent
+        self.turn = turn
+        self.tool = tool
+        self.call_id = call_id
+        self.problem = problem
+        who = f"agent {agent!r}, " if agent else ""
+        super().__init__(
+            f"hosted tool {tool!r} (call {call_id!r}; {who}client {client!r}, turn {turn}): "
+            f"{problem}",
+            virtual_time=virtual_time,
+            seed=seed,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {
+            "client": self.client,
+            "agent": self.agent,
+            "turn": self.turn,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "virtual_time": self.virtual_time,
+            "seed": self.seed,
+        }
+        return (_rebuild_hosted_error, (self.problem, fields))
+
+
+def _rebuild_hosted_error(problem: str, fields: dict[str, Any]) -> HostedToolError:
+    return HostedToolError(problem, **fields)
 
 
 def _summarize_request(request: Any) -> str:

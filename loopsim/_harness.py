@@ -9,12 +9,16 @@ Wiring, outermost first (upstream's order, minus the parts loopsim does not simu
   next_message=loop_next_message)`` when ``loop_should_continue`` is given (Python's
   ``create_harness_agent``), followed by the caller's middleware;
 * its context providers: a :class:`~loopsim.BackgroundAgentsProvider` when
-  ``background_agents`` is non-empty, then the caller's providers.
+  ``background_agents`` is non-empty, then the caller's providers;
+* its tools: upstream's default hosted web search (a :class:`~loopsim.HostedTool`
+  ``{"type": "web_search"}``, what a vendor client's ``get_web_search_tool()`` gives)
+  unless ``disable_web_search=True``, then the caller's tools. The model's service runs
+  it: a scripted model answers with :func:`loopsim.hosted_call`.
 
 Not simulated: upstream's todo/mode/memory/file/skills providers, the tool
 auto-approval middleware (tools with ``approval_mode="always_require"`` yield approval
 requests as on a plain Agent, so a run without a session works too), the message
-injection middleware, compaction, shell and web search, telemetry and the
+injection middleware, compaction, shell, telemetry and the
 ``ExperimentalWarning``. Their options are accepted under upstream's names (never a
 ``TypeError``); one given a value that would change what upstream does raises one
 :class:`NotSimulatedWarning` per call naming them all. Without
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ._agents import (
@@ -43,6 +48,7 @@ from ._background import (
 from ._background import BackgroundAgentsProvider
 from ._clients import ChatClient
 from ._loop import AgentLoopMiddleware, LoopAgent, LoopAgentOptions, LoopEvaluator
+from ._messages import HostedTool
 from ._wording import WORDING
 
 __all__ = [
@@ -54,6 +60,9 @@ __all__ = [
 ]
 
 DEFAULT_LOOP_MAX_ITERATIONS = 10
+#: the hosted web search the harness offers unless ``disable_web_search=True``: the
+#: declaration an agent_framework vendor client's ``get_web_search_tool()`` returns
+WEB_SEARCH_TOOL: Mapping[str, Any] = MappingProxyType({"type": "web_search"})
 #: The harness's own instructions, before the agent's (upstream's name; loopsim's words).
 DEFAULT_HARNESS_INSTRUCTIONS = WORDING["harness.instructions"]
 
@@ -81,7 +90,6 @@ NOT_SIMULATED_OPTIONS: dict[str, tuple[object, ...]] = {
     "skills_paths": (None,),
     "shell_executor": (None,),
     "shell_environment_provider_options": (None,),
-    "disable_web_search": (False, True),
     "disable_tool_auto_approval": (False, True),
     "auto_approval_rules": (None,),
     "otel_provider_name": (None,),
@@ -160,7 +168,7 @@ class HarnessAgent(DelegatingAgent):
         loop_evaluators: LoopEvaluator | Sequence[LoopEvaluator] | None = (),
         loop_options: LoopAgentOptions | None = None,
         instructions: str | None = None,
-        tools: Sequence[FunctionTool | Callable[..., Any]] = (),
+        tools: Sequence[FunctionTool | Callable[..., Any]] | None = (),
         context_providers: Sequence[ContextProvider] = (),
         middleware: Sequence[AgentMiddleware] | None = (),
         description: str | None = None,
@@ -185,7 +193,7 @@ class HarnessAgent(DelegatingAgent):
         skills_paths: Any = _UNSET,
         shell_executor: Any = _UNSET,
         shell_environment_provider_options: Any = _UNSET,
-        disable_web_search: Any = _UNSET,
+        disable_web_search: bool = False,
         disable_tool_auto_approval: Any = _UNSET,
         auto_approval_rules: Any = _UNSET,
         otel_provider_name: Any = _UNSET,
@@ -217,7 +225,6 @@ class HarnessAgent(DelegatingAgent):
                 "skills_paths": skills_paths,
                 "shell_executor": shell_executor,
                 "shell_environment_provider_options": shell_environment_provider_options,
-                "disable_web_search": disable_web_search,
                 "disable_tool_auto_approval": disable_tool_auto_approval,
                 "auto_approval_rules": auto_approval_rules,
                 "otel_provider_name": otel_provider_name,
@@ -255,13 +262,15 @@ class HarnessAgent(DelegatingAgent):
         options = dict(default_options or {})
         if max_output_tokens is not None:  # upstream: the model's max_tokens, unless given
             options.setdefault("max_tokens", max_output_tokens)
+        # upstream: its web search tool first (the vendor's hosted one), then the caller's
+        offered: list[Any] = [] if disable_web_search else [HostedTool(WEB_SEARCH_TOOL)]
         agent = Agent(
             client,
             name=name,
             id=id,
             default_options=options,
             instructions=joined,
-            tools=tools,
+            tools=[*offered, *_tools(tools)],
             context_providers=providers,
             middleware=caller_middleware,
             description=description,
@@ -314,6 +323,15 @@ def _sequence(value: Any, what: str) -> list[Any]:
         msg = f"{what} must be a non-string sequence, got {type(value).__name__}"
         raise TypeError(msg)
     return list(value)
+
+
+def _tools(value: Any) -> list[Any]:
+    """The caller's tools: None, one tool, or a sequence of them (as upstream takes)."""
+    if value is None:
+        return []
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return list(value)
+    return [value]
 
 
 def create_harness_agent(client: ChatClient, **options: Any) -> HarnessAgent:

@@ -183,8 +183,9 @@ def test_instructions_tools_and_description_reach_the_chat_agent(backend: str) -
     assert options.instructions.startswith(
         f"{loopsim.DEFAULT_HARNESS_INSTRUCTIONS}\n\nBe brief.\n## Background Agents"
     )
-    assert options.tool_names[0] == "ping"
-    assert len(options.tool_names) == 7
+    # upstream's default hosted web search first, then the caller's tools, then the six
+    assert options.tool_names[:2] == ["web_search", "ping"]
+    assert len(options.tool_names) == 8
 
 
 def coordinator_script(final: str) -> list[Any]:

@@ -19,6 +19,8 @@ from loopsim import (
     FunctionApprovalResponseContent,
     FunctionCallContent,
     FunctionResultContent,
+    HostedToolCallContent,
+    HostedToolResultContent,
     Message,
     TextContent,
     UriContent,
@@ -86,6 +88,18 @@ def content_strategy(
             media_type=st.none() | st.just("text/plain"),
         ),
         st.builds(UsageContent, usage=usage),
+        st.builds(
+            HostedToolCallContent,
+            call_id=st.text(min_size=1, max_size=8),
+            tool=st.sampled_from(["web_search", "file_search", "code_interpreter", "mcp"]),
+            arguments=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+        ),
+        st.builds(
+            HostedToolResultContent,
+            call_id=st.text(min_size=1, max_size=8),
+            tool=st.sampled_from(["web_search", "image_generation", "own_search"]),
+            result=json_values,
+        ),
     )
 
 

@@ -20,6 +20,7 @@ from .._messages import (
     FunctionApprovalResponseContent,
     FunctionCallContent,
     FunctionResultContent,
+    HostedTool,
     Message,
     MessagesInput,
     build_agent_response,
@@ -27,6 +28,7 @@ from .._messages import (
     message_update,
     normalize_messages,
 )
+from .._messages._hosted import is_hosted_declaration
 from .._wording import WORDING, say
 from ._base import BaseAgent, ResponseStream, RunOptions
 from ._context import (
@@ -186,7 +188,7 @@ class Agent(BaseAgent):
         self.client = client
         self.instructions = instructions
         self.tools: list[FunctionTool] = [
-            t if isinstance(t, FunctionTool) else FunctionTool(t) for t in tools
+            t if isinstance(t, FunctionTool) else _tool_of(t) for t in tools
         ]
         self.context_providers: list[ContextProvider] = list(context_providers)
         self.middleware: list[AgentMiddleware] = list(middleware)
@@ -479,7 +481,8 @@ class Agent(BaseAgent):
     @staticmethod
     def _find_tool(name: str, options: ChatOptions) -> FunctionTool | None:
         for candidate in options.tools:
-            if getattr(candidate, "name", None) == name:
+            # a hosted tool is the service's to run: a function call of its name is unknown
+            if getattr(candidate, "name", None) == name and not isinstance(candidate, HostedTool):
                 return candidate  # type: ignore[no-any-return] # tools are FunctionTools
         return None
 
@@ -589,3 +592,14 @@ def _update_from_chat(
         response_id=update.response_id,
         agent_id=agent_id,
     )
+
+
+def _tool_of(value: Any) -> Any:
+    """A tool given to the Agent: a hosted tool (a :class:`~loopsim.HostedTool` or the
+    declaration mapping a vendor client's ``get_web_search_tool()`` returns) is kept as
+    declared, offered to the model and never run; anything else is a function."""
+    if isinstance(value, HostedTool):
+        return value
+    if is_hosted_declaration(value):
+        return HostedTool(value)
+    return FunctionTool(value)

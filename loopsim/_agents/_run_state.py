@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import _trace
+from .._clients._hosted import emit_hosted
 from .._messages import (
     AgentResponse,
     ChatOptions,
@@ -264,6 +265,7 @@ class RunState:
     def received(self, chat_response: ChatResponse) -> list[FunctionCallContent]:
         """Report and account for a model answer; returns the tool calls it asks for."""
         if _trace.observed():  # spares copying the messages for nobody
+            emit_hosted(self.agent._label, self.session.session_id, chat_response)
             _trace.emit(
                 "model_response",
                 agent=self.agent._label,

@@ -19,6 +19,7 @@ from .._messages import (
     text_content,
 )
 from ._faults import StreamCut
+from ._hosted import check_hosted_calls
 
 __all__ = ["FakeChatClient", "split_into_updates"]
 
@@ -99,6 +100,7 @@ class FakeChatClient:
             if _STREAMING.get():
                 raise
             raise cut.error from None
+        check_hosted_calls(response, request, client=self.name, turn=len(self.requests))
         return _stamp_ids(response)
 
     async def get_streaming_response(

@@ -18,6 +18,7 @@ import anyio
 from .. import _trace
 from .._clock._wall import real_seconds
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
+from ._hosted import emit_hosted
 from ._protocol import ChatClient
 from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
@@ -129,6 +130,16 @@ def _content_summary(content: dict[str, Any], calls: Mapping[str, str]) -> str:
         return f"error {_json(content.get('message', ''))}"
     if kind == "usage":
         return "usage"
+    if kind == "hosted_tool_call":
+        return (
+            f"hosted {content.get('tool')}({_json(content.get('arguments', {}))})"
+            f" #{content.get('call_id')}"
+        )
+    if kind == "hosted_tool_result":
+        return (
+            f"hosted {content.get('tool')} result #{content.get('call_id')}"
+            f" = {_json(content.get('result'))}"
+        )
     rest = {k: v for k, v in content.items() if k != "type"}
     return f"{kind} {_json(rest)}"
 
@@ -265,6 +276,7 @@ class RecordingChatClient:
         turn.conversation_id = response.conversation_id
         turn.response_time = _now()
         if self.emit:
+            emit_hosted(turn.agent, turn.session, response)
             _trace.emit(
                 "model_response",
                 agent=turn.agent,

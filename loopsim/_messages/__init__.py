@@ -31,6 +31,10 @@ from ._content import TextContent as TextContent
 from ._content import UriContent as UriContent
 from ._content import Usage as Usage
 from ._content import UsageContent as UsageContent
+from ._hosted import HostedTool as HostedTool
+from ._hosted import HostedToolCallContent as HostedToolCallContent
+from ._hosted import HostedToolResultContent as HostedToolResultContent
+from ._hosted import hosted_call as hosted_call
 from ._message import Message as Message
 from ._message import MessagesInput as MessagesInput
 from ._message import normalize_messages as normalize_messages
@@ -57,6 +61,9 @@ __all__ = [
     "FunctionApprovalResponseContent",
     "FunctionCallContent",
     "FunctionResultContent",
+    "HostedTool",
+    "HostedToolCallContent",
+    "HostedToolResultContent",
     "Message",
     "MessagesInput",
     "TextContent",
@@ -67,6 +74,7 @@ __all__ = [
     "build_agent_update",
     "build_chat_response",
     "build_chat_update",
+    "hosted_call",
     "message_update",
     "normalize_messages",
     "text_content",

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 
+from ._hosted import HostedToolCallContent, HostedToolResultContent
+
 __all__ = [
     "CONTENT_TYPES",
     "MODEL_CONFIG",
@@ -195,7 +197,9 @@ Content = Annotated[
     | ErrorContent
     | DataContent
     | UriContent
-    | UsageContent,
+    | UsageContent
+    | HostedToolCallContent
+    | HostedToolResultContent,
     Field(discriminator="type"),
 ]
 
@@ -210,6 +214,8 @@ CONTENT_TYPES = (
     DataContent,
     UriContent,
     UsageContent,
+    HostedToolCallContent,
+    HostedToolResultContent,
 )
 
 

@@ -30,6 +30,7 @@ from ._content import (
     Usage,
     UsageContent,
 )
+from ._hosted import HostedToolCallContent, HostedToolResultContent
 
 __all__ = ["Content"]
 
@@ -103,3 +104,19 @@ class Content(metaclass=_ContentMeta):
     def from_usage(usage_details: Usage) -> UsageContent:
         """A :class:`UsageContent`."""
         return UsageContent(usage=usage_details)
+
+    @staticmethod
+    def from_search_tool_call(
+        call_id: str, *, tool_name: str, arguments: Mapping[str, Any] | None = None
+    ) -> HostedToolCallContent:
+        """A :class:`HostedToolCallContent`: a search the model's service ran."""
+        return HostedToolCallContent(
+            call_id=call_id, tool=tool_name, arguments=dict(arguments or {})
+        )
+
+    @staticmethod
+    def from_search_tool_result(
+        call_id: str, *, tool_name: str, result: Any = None
+    ) -> HostedToolResultContent:
+        """A :class:`HostedToolResultContent`: what that search found."""
+        return HostedToolResultContent(call_id=call_id, tool=tool_name, result=result)

@@ -25,7 +25,15 @@ from .._clients import (
     faulty_tool,
 )
 from .._errors import SimulationError
-from .._messages import AgentResponse, FunctionCallContent, Message, Usage
+from .._messages import (
+    AgentResponse,
+    FunctionCallContent,
+    HostedTool,
+    Message,
+    TextContent,
+    Usage,
+    hosted_call,
+)
 from .._usercode import bound_evaluate
 from ._factories import FactoryParts
 from ._imports import import_object
@@ -85,8 +93,29 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
                 for index, call in enumerate(turn.calls, start=1)
             ]
             item = Message("assistant", list(calls))
+        if turn.hosted_call is not None:
+            hosted = _hosted_contents(name, number, turn)
+            if isinstance(item, Message):
+                item = Message("assistant", [*hosted, *item.contents])
+            else:
+                item = Message("assistant", [*hosted, TextContent(text=item)])
         turns.append(Turn(item, delay=turn.delay, usage=_usage(turn)))
     return turns
+
+
+def _hosted_contents(name: str, number: int, turn: TurnSpec) -> list[Any]:
+    """A turn's hosted calls, each followed by its result, as the service answers."""
+    contents: list[Any] = []
+    for index, call in enumerate(turn.hosted_calls, start=1):
+        contents.extend(
+            hosted_call(
+                call.tool,
+                call.arguments,
+                result=call.result,
+                call_id=call.call_id or f"{name}-t{number}-h{index}",
+            )
+        )
+    return contents
 
 
 def _tool_function(spec: ToolSpec, name: str) -> Callable[..., Any]:
@@ -158,7 +187,14 @@ def tool_functions(agent: AgentSpec) -> list[ToolParts]:
     ]
 
 
-def _tools(agent: AgentSpec) -> list[FunctionTool]:
+def _tools(agent: AgentSpec) -> list[Any]:
+    return [
+        *(HostedTool(declaration) for declaration in agent.hosted_tools),
+        *_function_tools(agent),
+    ]
+
+
+def _function_tools(agent: AgentSpec) -> list[FunctionTool]:
     return [
         FunctionTool(
             part.function,

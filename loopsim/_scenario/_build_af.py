@@ -8,8 +8,10 @@ talks to it as to a vendor's client. What is built from the package:
 * every agent: ``agent_framework.Agent`` (or the user's ``factory:``);
 * the parent's background agents: ``agent_framework.BackgroundAgentsProvider``;
 * a harness parent: ``agent_framework.create_harness_agent`` with everything loopsim's
-  harness does not have turned off (todo, mode, file memory, web search, compaction,
-  tool auto-approval), looping on ``background_tasks_running`` when the scenario says so;
+  harness does not have turned off (todo, mode, file memory, compaction, tool
+  auto-approval), looping on ``background_tasks_running`` when the scenario says so; its
+  default web search stays, as in production (the client has the vendor's
+  ``get_web_search_tool``);
 * a ``loop:`` with evaluators: loopsim's ``LoopAgent`` around the real agent (through
   :func:`~loopsim.agent_framework.as_agent`): the Python package has no LoopAgent.
   ``background_task_completion`` reads the real provider's task records.
@@ -206,7 +208,6 @@ class AgentFrameworkWorld(World):
             disable_todo=True,
             disable_mode=True,
             disable_file_memory=True,
-            disable_web_search=True,
             disable_tool_auto_approval=True,
             **kwargs,
         )
@@ -233,13 +234,17 @@ class AgentFrameworkWorld(World):
 def _af_tools(spec: AgentSpec) -> list[Any]:
     import agent_framework as af  # noqa: PLC0415 - the optional extra
 
+    hosted: list[Any] = [dict(declaration) for declaration in spec.hosted_tools]
     return [
-        af.tool(
-            part.function,
-            name=part.name,
-            description=part.description,
-            approval_mode=part.approval_mode,
-            schema=part.arguments,
-        )
-        for part in tool_functions(spec)
+        *hosted,
+        *(
+            af.tool(
+                part.function,
+                name=part.name,
+                description=part.description,
+                approval_mode=part.approval_mode,
+                schema=part.arguments,
+            )
+            for part in tool_functions(spec)
+        ),
     ]

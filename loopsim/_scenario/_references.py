@@ -24,6 +24,7 @@ from ._schema import (
     StepExpect,
     describe,
 )
+from ._schema._agents import hosted_name
 from ._source import Loc, Located, combine, format_location
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
@@ -291,6 +292,7 @@ def _check_agent(
     offered = set(agent.tools)
     if is_parent and parent.background_agents:
         offered |= set(BACKGROUND_TOOLS)
+    yield from _hosted_references(name, agent, where, harness=is_parent and parent.harness)
     for index, turn in enumerate(agent.script or ()):
         for call_index, call in enumerate(turn.calls):
             if turn.kind == "approval_request":
@@ -316,6 +318,34 @@ def _check_agent(
                     expected=f"a tool declared under agents.{name}.tools"
                     + (" or a background_agents_* tool" if is_parent else ""),
                 )
+
+
+def _hosted_references(
+    name: str, agent: AgentSpec, where: Located, *, harness: bool
+) -> Iterator[ScenarioError]:
+    """Each scripted hosted call names a hosted tool the agent offers (a harness parent
+    offers web_search, as upstream's harness does)."""
+    if agent.factory is not None:  # a factory's agent has its own tools
+        return
+    hosted = [hosted_name(d) for d in agent.hosted_tools]
+    if harness:
+        hosted.append("web_search")
+    for index, turn in enumerate(agent.script or ()):
+        many = isinstance(turn.hosted_call, list)
+        for call_index, call in enumerate(turn.hosted_calls):
+            if call.tool in hosted:
+                continue
+            loc: Loc = ("agents", name, "script", index, "hosted_call")
+            if many:
+                loc = (*loc, call_index)
+            choices = sorted(set(hosted))
+            yield where.error(
+                (*loc, "tool"),
+                f"agent {name} offers no hosted tool {describe(call.tool)}"
+                f"{_did_you_mean(call.tool, choices)} (its hosted tools: "
+                f"{listing(choices) or 'none'})",
+                expected=f"a hosted tool listed under agents.{name}.hosted_tools",
+            )
 
 
 def _check_import(

@@ -4,7 +4,8 @@ Four kinds of step, each with its virtual time, agent and loop iteration:
 
 - ``tool``: a tool call (``tool_call`` event): its name, arguments, result (from its
   ``tool_result``), whether the host approved it, and what the request that asked for
-  it sent (``sent``, ``messages``, as for ``says``);
+  it sent (``sent``, ``messages``, as for ``says``); a hosted tool the model's service
+  ran (``hosted_tool`` event, before the answer that holds it) is one too, never approved;
 - ``says``: a model turn that answered with text (``model_response`` with text), with
   what its request sent (``sent``: the messages after the model's last answer, as
   ``role(author): text`` lines; ``messages``: how many the request held);
@@ -248,6 +249,23 @@ def trajectory_of(
             at = calls.pop((agent, data.get("call_id")), None)
             if at is not None:
                 steps[at] = replace(steps[at], result=data.get("result"))
+        elif kind == "hosted_tool":  # the model's service ran it: call and result at once
+            sent, count = requests.get(agent, (None, None))
+            steps.append(
+                TrajectoryStep(
+                    "tool",
+                    event.time,
+                    agent,
+                    iteration(),
+                    name=data.get("name"),
+                    args=_arguments(data.get("arguments")),
+                    result=data.get("result"),
+                    approved=False,
+                    sent=sent,
+                    messages=count,
+                    position=position,
+                )
+            )
         elif kind == "tool_call":
             calls[agent, data.get("call_id")] = len(steps)
             ask = asked.get((agent, data.get("call_id")))

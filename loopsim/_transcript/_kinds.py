@@ -76,6 +76,15 @@ class ToolResult(_Agentful):
     error: Any = None
 
 
+class HostedTool(_Agentful):
+    """``hosted_tool``: a hosted tool the model's service ran (call and result)."""
+
+    call_id: str
+    name: str
+    arguments: Any = None
+    result: Any = None
+
+
 class _Loopful(BaseModel):
     model_config = _CONFIG
     loop: str
@@ -155,6 +164,7 @@ KIND_MODELS: dict[str, type[BaseModel]] = {
     "model_error": ModelError,
     "tool_call": ToolCall,
     "tool_result": ToolResult,
+    "hosted_tool": HostedTool,
     "loop_iteration_start": LoopIterationStart,
     "evaluator_decision": EvaluatorDecision,
     "loop_stop": LoopStop,

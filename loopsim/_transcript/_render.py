@@ -105,6 +105,11 @@ def describe_event(
         else:
             outcome = f"= {_clip(_j(d.get('result')), max_text)}"
         return f"{who}  {d.get('name')} #{d.get('call_id')} {outcome}"
+    if kind == "hosted_tool":  # the service ran it: call and result come together
+        return (
+            f"{who}  {d.get('name')}({_j(d.get('arguments', {}))}) #{d.get('call_id')}"
+            f" = {_clip(_j(d.get('result')), max_text)}"
+        )
     if kind == "loop_iteration_start":
         return f"{d.get('loop')}  iteration {d.get('iteration')}"
     if kind == "evaluator_decision":

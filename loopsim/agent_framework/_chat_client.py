@@ -10,6 +10,7 @@ from agent_framework.observability import ChatTelemetryLayer
 
 from .. import _trace
 from .._clients import ChatClient, ModelError, RecordingChatClient
+from .._clients._hosted import emit_hosted
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
@@ -22,6 +23,7 @@ from ._convert import (
     to_loopsim_options,
 )
 from ._faults import as_vendor_error
+from ._hosted import HostedToolFactories
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope
 from ._tracing import ToolTraceMiddleware
@@ -36,6 +38,7 @@ __all__ = [
 
 
 class LoopsimChatClient(
+    HostedToolFactories,
     af.FunctionInvocationLayer[Any],
     af.ChatMiddlewareLayer[Any],
     ChatTelemetryLayer[Any],
@@ -48,7 +51,9 @@ class LoopsimChatClient(
     ``agent_framework.Agent`` runs tools, middleware and streaming through it as it
     would for a real model. Each model call reaches
     ``loopsim_client`` as loopsim messages and options (so ``.requests`` shows what the
-    real Agent sent) and its answer goes back as agent_framework types.
+    real Agent sent) and its answer goes back as agent_framework types. It has the
+    vendor clients' hosted-tool factories (``get_web_search_tool()``...: see
+    :class:`~loopsim.agent_framework._hosted.HostedToolFactories`).
     """
 
     OTEL_PROVIDER_NAME = "loopsim"
@@ -140,6 +145,7 @@ class LoopsimChatClient(
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
         if self._emits and _trace.observed():
+            emit_hosted(agent, session, response)
             _trace.emit(
                 "model_response",
                 agent=agent,

@@ -38,11 +38,20 @@ from .._messages import (
     FunctionApprovalResponseContent,
     FunctionCallContent,
     FunctionResultContent,
+    HostedToolCallContent,
+    HostedToolResultContent,
     Message,
     TextContent,
     UriContent,
     Usage,
     UsageContent,
+)
+from ._hosted import (
+    HOSTED_CONTENT_TYPES,
+    hosted_option_tool,
+    hosted_tool_of,
+    to_af_hosted,
+    to_loopsim_hosted,
 )
 
 __all__ = [
@@ -159,6 +168,8 @@ def to_af_content(content: Content) -> af.Content:
         return af.Content("uri", uri=content.uri, media_type=content.media_type)
     if isinstance(content, UsageContent):
         return af.Content.from_usage(to_af_usage(content.usage))
+    if isinstance(content, (HostedToolCallContent, HostedToolResultContent)):
+        return to_af_hosted(content)
     msg = f"no agent_framework content for {type(content).__name__}"  # pragma: no cover
     raise ConversionError(msg)  # pragma: no cover - the union above is exhaustive
 
@@ -245,10 +256,13 @@ def to_loopsim_content(content: af.Content) -> Content:
     if kind == "usage":
         usage = to_loopsim_usage(content.usage_details) or Usage()
         return UsageContent(usage=usage)
+    if kind in HOSTED_CONTENT_TYPES:
+        return to_loopsim_hosted(content)
     msg = (
         f"agent_framework content of type {kind!r} has no loopsim counterpart "
         "(loopsim knows text, function_call, function_result, function_approval_request, "
-        "function_approval_response, error, data, uri and usage)"
+        "function_approval_response, error, data, uri, usage and the hosted tools' calls and "
+        "results)"
     )
     raise ConversionError(msg)
 
@@ -390,6 +404,9 @@ def _declared_tool(tool: Any) -> Any:
         return tool.tool
     if isinstance(tool, af.FunctionTool):
         return tool
+    hosted = hosted_option_tool(tool)
+    if hosted is not None:
+        return hosted
     try:
         return _DECLARED[tool]
     except (KeyError, TypeError):
@@ -420,6 +437,9 @@ def _loopsim_tool(tool: Any) -> Any:
         return props[TOOL_KEY]
     if isinstance(getattr(tool, "name", None), str):
         return tool
+    hosted = hosted_tool_of(tool)
+    if hosted is not None:
+        return hosted
     if isinstance(tool, Mapping):
         name = tool.get("name") or tool.get("type") or "tool"
     else:

@@ -73,6 +73,56 @@ class ToolCallSpec(StrictModel):
     call_id: Name | None = None
 
 
+class HostedCallSpec(StrictModel):
+    """A hosted tool the model's service runs in this turn, and what it returned.
+
+    The service answers with the call and its result together, so ``result`` is required:
+    a hosted call the script never answers is a mistake, not a silent drop.
+    """
+
+    tool: Name
+    arguments: dict[str, JsonData] = Field(default_factory=dict)
+    result: JsonData = None
+    call_id: Name | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answered(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "result" not in value:
+            raise PydanticCustomError(
+                "hosted_result",
+                "the hosted call of {tool} has no `result`: the service returns what the "
+                "hosted tool found in the same answer, so the script must say it",
+                {"tool": describe(value.get("tool", "?"))},
+            )
+        return value
+
+
+def _hosted_declaration(value: Any) -> Any:
+    """``- web_search`` is ``- {type: web_search}``; a mapping needs a hosted ``type``."""
+    if isinstance(value, str):
+        value = {"type": value}
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if not isinstance(kind, str) or not kind or kind == "function":
+            raise PydanticCustomError(
+                "hosted_type",
+                "a hosted tool needs its `type` (such as web_search, file_search, "
+                "code_interpreter, image_generation, mcp), got {got}",
+                {"got": describe(kind)},
+            )
+    return value
+
+
+HostedToolDeclaration = Annotated[dict[str, JsonData], BeforeValidator(_hosted_declaration)]
+
+
+def hosted_name(declaration: dict[str, Any]) -> str:
+    """A hosted tool's name, as the model sees it: its ``name``, else its ``type``."""
+    name = declaration.get("name")
+    return name if isinstance(name, str) and name else str(declaration["type"])
+
+
 class ToolSpec(StrictModel):
     """A tool an agent offers: what it returns (or the error it raises), and approval."""
 
@@ -104,6 +154,8 @@ class TurnSpec(StrictModel):
     fault: ScriptFaultSpec | None = None
     delay: Seconds = 0.0
     usage: UsageSpec | None = None
+    #: hosted tools the service ran in this turn, beside the reply or the tool calls
+    hosted_call: HostedCallSpec | list[HostedCallSpec] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -137,9 +189,26 @@ class TurnSpec(StrictModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _hosted_beside_an_answer(self) -> TurnSpec:
+        if self.hosted_call is not None and self.kind not in ("reply", "tool_call"):
+            raise PydanticCustomError(
+                "hosted_kind",
+                "a hosted_call comes with a reply or a tool_call (the service's answer holds "
+                "them together), not with {kind}",
+                {"kind": self.kind},
+            )
+        return self
+
     @property
     def kind(self) -> str:
         return next(k for k in _TURN_KINDS if getattr(self, k) is not None)
+
+    @property
+    def hosted_calls(self) -> list[HostedCallSpec]:
+        if self.hosted_call is None:
+            return []
+        return self.hosted_call if isinstance(self.hosted_call, list) else [self.hosted_call]
 
     @property
     def calls(self) -> list[ToolCallSpec]:
@@ -268,6 +337,9 @@ class AgentSpec(StrictModel):
     script: list[TurnSpec] | None = None
     policy: PolicySpec | None = None
     tools: dict[Name, ToolSpec] = Field(default_factory=dict)
+    #: hosted tools the agent offers, run by the model's service: ``- web_search`` or
+    #: a vendor declaration ``- {type: file_search, vector_store_ids: [vs_1]}``
+    hosted_tools: list[HostedToolDeclaration] = Field(default_factory=list)
     factory: Name | None = None
     function_invocation_configuration: FunctionInvocationSpec | None = None
     model: ImportPath | None = None

@@ -32,6 +32,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool_call": ("agent", "call_id", "name"),
     "tool_result": ("agent", "call_id", "name", "result", "error"),
     "tool_round_limit": ("agent", "max_iterations"),
+    "hosted_tool": ("agent", "call_id", "name", "result"),
     "task_status": ("task_id", "agent", "description", "status", "result", "error"),
     "task_finished": ("task_id", "agent", "description", "outcome", "result", "error"),
     "loop_iteration_start": ("loop", "iteration"),
