@@ -146,6 +146,41 @@ def rows_for(files: int, samples: dict[str, list[tuple[float, float]]]) -> list[
     return rows
 
 
+def crossover_row(by_size: dict[int, dict[str, list[tuple[float, float]]]]) -> Row | None:
+    """Where ``-n 2`` starts to pay on 2 free cores, estimated from the CPU rows.
+
+    Fitted from the smallest and largest suites: serial CPU ``a + b*N`` and ``-n 2``
+    CPU ``a2 + b2*N``. On two free cores the workers start after the controller (about
+    ``a``, as a serial run's start-up), then start and run in parallel (``(a2 - a)/2 +
+    b2*N/2``) against ``a + b*N`` serially: ``-n 2`` is faster past
+    ``N = (a2 - a)/2 / (b - b2/2)``. Wall time on the shared machine cannot show it.
+    """
+    if len(by_size) < 2:
+        return None
+    small, large = min(by_size), max(by_size)
+    label = next((k for k in by_size[large] if k.endswith("load")), None)
+    if label is None:
+        return None
+
+    def cpu(files: int, which: str) -> float:
+        return statistics.median(c for c, _ in by_size[files][which])
+
+    b = (cpu(large, "serial") - cpu(small, "serial")) / (large - small)
+    a = cpu(small, "serial") - b * small
+    b2 = (cpu(large, label) - cpu(small, label)) / (large - small)
+    a2 = cpu(small, label) - b2 * small
+    gain = b - b2 / 2
+    files = float("inf") if gain <= 0 else (a2 - a) / 2 / gain
+    return Row(
+        section="parallel",
+        case="-n 2 pays on 2 free cores from (files, estimated from the CPU rows)",
+        value=files,
+        unit="files",
+        note=f"serial {a:.2f} s + {b * 1e3:.2f} ms/file, -n 2 {a2:.2f} s + "
+        f"{b2 * 1e3:.2f} ms/file CPU; loopsim/_parallel.py's threshold comes from this",
+    )
+
+
 def run(
     *,
     sizes: Sequence[int] = (10, 100, 1000),
@@ -154,8 +189,13 @@ def run(
     log: Callable[[str], None] = print,
 ) -> list[Row]:
     rows: list[Row] = []
+    by_size: dict[int, dict[str, list[tuple[float, float]]]] = {}
     for files in sizes:
-        rows += rows_for(files, measure(files, rounds, modes, log))
+        by_size[files] = measure(files, rounds, modes, log)
+        rows += rows_for(files, by_size[files])
+    crossover = crossover_row(by_size)
+    if crossover is not None:
+        rows.append(crossover)
     return rows
 
 
