@@ -35,9 +35,11 @@ import bench_af  # noqa: E402
 import bench_faults  # noqa: E402
 import bench_loop  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_parallel  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
+import bench_startup  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
 import bench_trajectory  # noqa: E402
@@ -55,6 +57,8 @@ SECTIONS = (
     "faults",
     "trajectory",
     "memory",
+    "startup",
+    "parallel",
 )
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
@@ -240,6 +244,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "trajectory" in args.sections:
         print("trajectory ...", flush=True)
         rows += bench_trajectory.run(repeat=3 if quick else 7, log=log)
+    if "startup" in args.sections:
+        print("start-up and the wall clock per test ...", flush=True)
+        rows += bench_startup.run(rounds=5 if quick else 9, log=log)
+    if "parallel" in args.sections:
+        print("parallel runs ...", flush=True)
+        rows += bench_parallel.run(
+            sizes=(10, 100) if quick else (10, 100, 1000), rounds=1 if quick else 3, log=log
+        )
     info = machine()
     cells = table(rows)
     print()

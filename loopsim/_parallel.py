@@ -1,11 +1,14 @@
 """``loopsim run -n N`` on a suite too small for workers: run it serially and say so.
 
-Measured on 2 cores (README, "Parallel runs"): for files of plain scenarios (a few
-milliseconds each), pytest-xdist's worker start-up (each worker imports pytest, the
-plugin and loopsim again) costs more than the suite, so ``-n 2`` and ``-n auto`` took
-about twice the CPU time of a serial run at 10, 100 and 1,000 files. Workers pay off
-for slow scenarios: ``vary:`` files (many draws each), Python test files, or suites far
-larger than those measured. ``--parallel`` keeps ``-n`` whatever the suite.
+Measured on 2 cores (benchmarks/bench_parallel.py, CPU time; README, "Parallel runs"):
+for files of plain scenarios (a few milliseconds each), ``-n 2`` costs about 6 s CPU
+against 2.5 s serially at 10 files (each worker starts pytest, the plugin and loopsim
+again) and about 15 against 10 ms CPU per file (xdist's reporting and scheduling). On
+two free cores the workers share that CPU, so ``-n 2`` pays from about 630 files
+(bench_parallel's estimate from those rows: the shared machine's wall time cannot show
+it); below :data:`PARALLEL_MIN_FILES` the run stays serial. Workers pay off sooner for
+slow scenarios: ``vary:`` files (many draws each) and Python test files.
+``--parallel`` keeps ``-n`` whatever the suite.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 __all__ = ["PARALLEL_FLAG", "PARALLEL_MIN_FILES", "serial_when_small"]
 
 #: a suite of fewer plain scenario files than this runs serially under ``-n``
-PARALLEL_MIN_FILES = 2000
+PARALLEL_MIN_FILES = 700  # bench_parallel's estimate (~630 files), rounded up
 #: ``loopsim run`` option (not passed to pytest): keep ``-n`` on any suite
 PARALLEL_FLAG = "--parallel"
 

@@ -42,7 +42,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from ._clock._watchdog import real_time
+
+def real_time() -> float:
+    """Real monotonic seconds (the watchdog's clock, imported on first use: the pytest
+    plugin imports this module at start-up, and ``loopsim._clock`` brings anyio)."""
+    from ._clock._watchdog import real_time as watchdog_time  # noqa: PLC0415
+
+    return watchdog_time()
+
 
 __all__ = [
     "ENV_SUPERVISE",

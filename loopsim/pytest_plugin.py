@@ -39,6 +39,7 @@ import contextlib
 import functools
 import inspect
 import re
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,6 +278,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _register_output(config)
     _block_looptime_without_pytest_asyncio(config)
+    _spare_hypothesis_import(config)
     from . import _supervise  # noqa: PLC0415
 
     _supervise.install_exit_guard()
@@ -306,6 +308,53 @@ def _block_looptime_without_pytest_asyncio(config: pytest.Config) -> None:
     manager = config.pluginmanager
     if manager.getplugin("asyncio") is None and manager.has_plugin("looptime_plugin"):
         manager.set_blocked("looptime_plugin")
+
+
+#: hypothesis's pytest plugin (its entry point name) and the constants it reads
+_HYPOTHESIS_PLUGIN = "hypothesispytest"
+_SPARED = "_loopsim_spared"
+
+
+def _spare_hypothesis_import(config: pytest.Config) -> None:
+    """Keep hypothesis's pytest plugin from importing hypothesis after a run that never did.
+
+    loopsim depends on hypothesis, so its plugin is in every pytest run where loopsim is
+    installed, and its terminal summary imports ``hypothesis`` (0.3-0.5 s CPU) to look
+    for observability files even when no test used it. Its summary is wrapped here: it
+    runs as before whenever hypothesis was imported in this process, statistics were
+    asked for, or a report (from an xdist worker, say) carries failing examples. Without
+    any of these it has nothing to print: hypothesis wrote no file in this process.
+    """
+    manager = config.pluginmanager
+    plugin = manager.get_plugin(_HYPOTHESIS_PLUGIN)
+    key = getattr(plugin, "FAILING_EXAMPLES_KEY", None)
+    option = getattr(plugin, "PRINT_STATISTICS_OPTION", None)
+    if not (isinstance(key, str) and isinstance(option, str)):
+        return  # absent, or a hypothesis whose plugin looks different: leave it alone
+    for impl in manager.hook.pytest_terminal_summary.get_hookimpls():
+        original = impl.function
+        if impl.plugin is not plugin or getattr(original, _SPARED, False):
+            continue
+        if list(impl.argnames) != ["terminalreporter"]:
+            return
+
+        def summary(terminalreporter: Any, original: Any = original) -> object:
+            if (
+                "hypothesis" in sys.modules
+                or terminalreporter.config.getoption(option, default=False)
+                or any(
+                    key in getattr(report, "__dict__", {})
+                    for reports in terminalreporter.stats.values()
+                    for report in reports
+                )
+            ):
+                return original(terminalreporter)
+            return None
+
+        setattr(summary, _SPARED, True)
+        # pluggy keeps the function on the registration; the attribute is public, if
+        # typed Final (the registration is not renewed for a wrapper)
+        object.__setattr__(impl, "function", summary)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -468,6 +517,8 @@ class ScenarioItem(pytest.Item):
                 cassette = _scenario_cassette(config, self.path, loaded)
             if cassette is not None:
                 options["models"] = cassette.client
+            if loaded.scenario.wall_clock:
+                _hold_wall_clock()
             real_time = loaded.scenario.limits.real_time
             bound = None if real_time is None else real_time + bounds().grace
             with phase("scenario", scenario=str(self.path), bound=bound):
@@ -557,6 +608,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     backend = marker.kwargs.get("backend", "asyncio")
     backends = (backend,) if isinstance(backend, str) else tuple(backend)
     wall_clock = bool(marker.kwargs.get("wall_clock", True))
+    if wall_clock:
+        _hold_wall_clock()
     seed = marker.kwargs.get("seed")
     if seed is None:
         seed = pyfuncitem.config.getoption(SEED_OPTION) or 0
@@ -572,6 +625,46 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+# -- the virtual wall clock across tests ----------------------------------------------
+# Patching the wall clock (freezegun) costs milliseconds to enter and to leave, more than a
+# small simulation. The plugin enters it once for a run of consecutive tests that use it
+# (marked async tests with the wall clock, scenario files) and leaves it before any other
+# test and at the end of the session: other tests and everything after the session see
+# the real functions, and the held patch answers real time to code outside a simulation.
+
+_WALL = "loopsim._clock._wall"
+
+
+def _hold_wall_clock() -> None:
+    from ._clock import _wall_lookup, _wall_owned  # noqa: PLC0415 - the clock's own pair
+    from ._clock._wall import hold  # noqa: PLC0415 - freezegun only when asked
+
+    hold(_wall_lookup, _wall_owned)
+
+
+def _release_wall_clock() -> None:
+    wall = sys.modules.get(_WALL)  # never imported: nothing held
+    if wall is not None:
+        wall.release()
+
+
+def _uses_wall_clock(item: pytest.Item) -> bool:
+    if isinstance(item, ScenarioItem):
+        return True  # its file decides (`wall_clock:`); a scenario runs no user test code
+    marker = item.get_closest_marker("loopsim")
+    return marker is not None and bool(marker.kwargs.get("wall_clock", True))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not _uses_wall_clock(item):
+        _release_wall_clock()
+
+
+def pytest_unconfigure() -> None:
+    _release_wall_clock()
+
+
 def _report_engines(result: ScenarioResult) -> None:
     """``--loopsim-engine both``: a comparison that could not be made, or a divergence the
     file declares as known, is reported as such (skip / xfail with the reason), never as a
@@ -585,9 +678,12 @@ def _report_engines(result: ScenarioResult) -> None:
 # -- cassettes (record a real model once, replay it in CI) ---------------------------------
 
 
-def _add_record_mode_option(group: Any) -> None:
-    from ._transcript._cassette import RECORD_MODES  # noqa: PLC0415 - keep startup light
+#: The cassette record modes (``loopsim._transcript._cassette.RECORD_MODES``, which a test
+#: keeps equal): spelled out here so that registering the option imports no transcript code.
+RECORD_MODES = ("none", "once", "new_episodes", "all")
 
+
+def _add_record_mode_option(group: Any) -> None:
     group.addoption(
         RECORD_MODE_OPTION,
         choices=RECORD_MODES,

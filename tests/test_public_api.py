@@ -19,10 +19,11 @@ from loopsim import (
 
 
 def public_names() -> set[str]:
+    # dir(): the package is lazy, so vars() holds only the names used so far
     return {
         name
-        for name, value in vars(loopsim).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        for name in dir(loopsim)
+        if not name.startswith("_") and not isinstance(getattr(loopsim, name), types.ModuleType)
     }
 
 

@@ -6,8 +6,9 @@ freezegun does the patching. Three of its properties shape this module:
   functions (~4-9 ms with a few hundred modules loaded); leaving it undoes that. A
   *nested* ``freeze_time`` only pushes a new time factory (~3 µs). So the patch is
   entered once while any simulation with a virtual wall clock runs, in any thread, and
-  left when the last one ends; a caller that wraps many runs in an outer ``freeze_time``
-  (a test session, say) makes each run's freeze nearly free.
+  left when the last one ends. :func:`hold` keeps it entered between runs (the pytest
+  plugin holds it across consecutive tests that use the virtual wall clock), which makes
+  each run's freeze nearly free; a caller's outer ``freeze_time`` does too.
 * freezegun's patch is process-wide (module attributes, one stack of time factories),
   but a virtual instant belongs to one simulation. So the factory on top of freezegun's
   stack is one :class:`_SimulationTime` for the whole process that asks, on every read,
@@ -32,6 +33,7 @@ freezegun's ``real_asyncio`` patch is not needed (and not paid for).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,7 +43,7 @@ from typing import Any
 import freezegun.api
 from freezegun import freeze_time
 
-__all__ = ["frozen_wall_clock", "real_seconds"]
+__all__ = ["frozen_wall_clock", "held", "hold", "real_seconds", "release"]
 
 #: ``lookup()`` gives the calling code's virtual instant (naive UTC), or None when the
 #: code belongs to no simulation with a virtual wall clock.
@@ -109,6 +111,21 @@ def _install_hook() -> None:
 _install_hook()
 
 
+@contextmanager
+def _scanning() -> Iterator[None]:
+    """While freezegun scans the modules: the lazy ``loopsim`` package lists only the
+    names it has imported (see ``_DIR_LOADED_ONLY`` there), so the scan imports nothing."""
+    flag = getattr(sys.modules.get("loopsim"), "_DIR_LOADED_ONLY", None)
+    if not isinstance(flag, list):
+        yield
+        return
+    flag[0] = True
+    try:
+        yield
+    finally:
+        flag[0] = False
+
+
 def _start(lookup: Lookup, owned: Callable[[], bool]) -> None:
     global _freezer, _factory
     factories: list[Any] = freezegun.api.freeze_factories
@@ -120,7 +137,8 @@ def _start(lookup: Lookup, owned: Callable[[], bool]) -> None:
     # Swapped so that start() pushes our factory (see the module doc).
     freezegun.api.FrozenDateTimeFactory = _SimulationTime  # type: ignore[misc,assignment]
     try:
-        factory = freezer.start()
+        with _scanning():
+            factory = freezer.start()
     finally:
         freezegun.api.FrozenDateTimeFactory = plain  # type: ignore[misc]
     if not isinstance(factory, _SimulationTime):  # pragma: no cover - a freezegun change
@@ -142,7 +160,7 @@ def frozen_wall_clock(lookup: Lookup, owned: Callable[[], bool]) -> Iterator[Non
     is not None, cheaply. Every simulation passes the same pair; the first one in
     starts freezegun, the last one out stops it.
     """
-    global _users, _freezer, _factory  # noqa: PLW0603 - one process-wide patch
+    global _users  # noqa: PLW0603 - one process-wide patch
     with _lock:
         if _users == 0:
             _start(lookup, owned)
@@ -152,9 +170,55 @@ def frozen_wall_clock(lookup: Lookup, owned: Callable[[], bool]) -> Iterator[Non
     finally:
         with _lock:
             _users -= 1
-            if _users == 0 and _freezer is not None:
-                freezer, _freezer, _factory = _freezer, None, None
-                freezer.stop()
+            _stop_if_unused()
+
+
+def _stop_if_unused() -> None:
+    global _freezer, _factory
+    if _users == 0 and _freezer is not None:
+        freezer, _freezer, _factory = _freezer, None, None
+        with _scanning():
+            freezer.stop()
+
+
+_held = False  # hold() counts as one user until release()
+
+
+def hold(lookup: Lookup, owned: Callable[[], bool]) -> None:
+    """Keep the patch on after the last simulation leaves, until :func:`release`.
+
+    Starting and stopping freezegun costs milliseconds (the scan of every module);
+    pushing one more user costs a lock and a counter. The pytest plugin holds the patch
+    across a run of consecutive tests that use the virtual wall clock (marked async
+    tests, scenario files) and releases it before any other test and at the end of the
+    session, so that every simulation but the first pays microseconds. While held and no
+    simulation runs, every reading is real (the factory asks whose code reads), only the
+    functions are freezegun's. Same ``lookup``/``owned`` as :func:`frozen_wall_clock`.
+    """
+    global _users, _held  # noqa: PLW0603 - one process-wide patch
+    with _lock:
+        if _held:
+            return
+        if _users == 0:
+            _start(lookup, owned)
+        _users += 1
+        _held = True
+
+
+def release() -> None:
+    """End :func:`hold` (nothing when not held); the last user out stops freezegun."""
+    global _users, _held  # noqa: PLW0603 - one process-wide patch
+    with _lock:
+        if not _held:
+            return
+        _held = False
+        _users -= 1
+        _stop_if_unused()
+
+
+def held() -> bool:
+    """Whether :func:`hold` is in force."""
+    return _held
 
 
 def real_seconds() -> float:

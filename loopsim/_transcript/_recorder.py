@@ -237,8 +237,12 @@ def record(
     backend: Literal["asyncio", "trio"] = "asyncio",
     seed: int = 0,
     scenario: str | None = None,
+    wall_clock: bool = True,
 ) -> tuple[T, Transcript]:
     """Run ``async_fn(*args)`` on a fresh virtual clock and return (result, transcript).
+
+    ``wall_clock=False`` leaves ``datetime.now()``/``time.time()`` real, as in
+    :func:`~loopsim.simulate` (and skips patching them: cheaper).
 
     Example:
         >>> import loopsim
@@ -251,5 +255,7 @@ def record(
 
     recorder = Recorder(Trace(seed=seed), scenario=scenario, backend=backend)
     with recorder:
-        result = simulate(async_fn, *args, backend=backend, trace=recorder.trace)
+        result = simulate(
+            async_fn, *args, backend=backend, trace=recorder.trace, wall_clock=wall_clock
+        )
     return result, recorder.transcript
