@@ -10,8 +10,9 @@ reproducible for the length of a simulation, without changing what they look lik
   The swap is made on the function object itself (its ``__code__``), so every reference
   to it works the same, however it was imported and in which order: ``uuid.uuid4``,
   ``from uuid import uuid4`` in a module loaded before loopsim, a default argument.
-  Outside a simulation, and in threads a simulation starts (they do not inherit its
-  context), the original code runs unchanged.
+  Outside a simulation the original code runs unchanged; so it does in a
+  ``threading.Thread`` started during one (it does not copy the run's context), while an
+  ``asyncio.to_thread`` job runs in a copy of it and draws from the simulation's stream.
 * the global :mod:`random` generator is seeded from the simulation's seed when a run
   starts and its previous state is restored when it ends. It is one generator for the
   process: two simulations running at once in two threads share it (their draws then

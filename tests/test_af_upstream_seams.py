@@ -81,3 +81,11 @@ def test_histogram_factories_loopsim_shares_still_exist(module_name: str, name: 
     assert callable(getattr(module, name, None)), (
         f"{module_name}.{name} is gone: update _upstream.INSTRUMENT_FACTORIES"
     )
+
+
+def test_the_harness_default_store_is_built_where_loopsim_marks_it() -> None:
+    # loopsim.agent_framework._isolation wraps this function and reads this attribute.
+    module_name, function_name = _upstream.DEFAULT_STORE_ASSEMBLER
+    assert callable(getattr(importlib.import_module(module_name), function_name))
+    store = af.FileSystemAgentFileStore("somewhere")
+    assert "somewhere" in str(getattr(store, _upstream.STORE_ROOT_ATTRIBUTE))

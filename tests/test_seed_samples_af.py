@@ -11,11 +11,9 @@ code comes from agent_framework itself. Only the names the guide leaves to the r
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import agent_framework as af
-import pytest
 from test_seed_samples import HARNESS, MANUAL_SETUP, MIDDLEWARE_LOOP, RELEASE, delegate_and_collect
 
 import loopsim
@@ -23,13 +21,6 @@ from loopsim import Turn
 from loopsim.agent_framework import as_chat_client
 
 FINAL = "X: 3 sources, used in 4 modules."
-
-
-@pytest.fixture(autouse=True)
-def _own_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The harness sample keeps upstream's default file memory, which writes
-    # ``{cwd}/agent-file-memory``: each test runs in a folder of its own, not the checkout.
-    monkeypatch.chdir(tmp_path)
 
 
 async def run_unchanged(sample: str, namespace: dict[str, Any]) -> None:

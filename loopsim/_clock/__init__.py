@@ -51,6 +51,7 @@ from typing import Any, Literal, TypeVar
 
 from loopsim import _trace
 from loopsim._entropy import install_uuid4, seeded_random
+from loopsim._scratch import removed_after
 from loopsim._trace import Trace
 
 from ._session import Session
@@ -229,7 +230,12 @@ class VirtualClock:
             token = _current.set(self)
             self._session = session
             try:
-                with _trace.bind(trace), seeded_random(trace.seed), self._frozen_wall_clock():
+                with (
+                    _trace.bind(trace),
+                    seeded_random(trace.seed),
+                    removed_after(trace),
+                    self._frozen_wall_clock(),
+                ):
                     return runner(session)
             finally:
                 session.alarm.cancel()

@@ -64,6 +64,7 @@ from ._chat_client import as_chat_client as as_chat_client
 from ._chat_client import from_chat_client as from_chat_client
 from ._convert import ConversionError as ConversionError
 from ._ids import install as _install_ids
+from ._isolation import install as _install_isolation
 from ._meters import share_instruments as _share_instruments
 from ._runtime import EngineBackendError as EngineBackendError
 from ._runtime import check_backend as check_backend
@@ -74,6 +75,7 @@ from ._tracing import instrument as instrument
 from ._tracing import process_restart as process_restart
 
 _install_ids()
+_install_isolation()
 _install_auto_instrument()
 _share_instruments()
 

@@ -5,7 +5,9 @@ Inside a loopsim simulation those come from the simulation's seeded stream
 (:mod:`loopsim._entropy`): well-formed version-4 UUIDs, random in every bit, the same for
 the same seed. The swap is made on ``uuid.uuid4``'s function object, so it holds however
 and in whichever order agent_framework and loopsim were imported. Outside a simulation
-(or in a thread started during one) ``uuid4`` is the standard library's, unchanged.
+(and in a ``threading.Thread`` started during one, which does not copy the run's
+context) ``uuid4`` is the standard library's, unchanged; an ``asyncio.to_thread`` job
+runs in a copy of the context and draws from the simulation's stream.
 """
 
 from __future__ import annotations

@@ -14,10 +14,12 @@ from typing import Any
 import agent_framework as af
 
 __all__ = [
+    "DEFAULT_STORE_ASSEMBLER",
     "INSTRUMENT_FACTORIES",
     "MIDDLEWARE_RUN_LAYER",
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
+    "STORE_ROOT_ATTRIBUTE",
     "background_tasks",
     "in_flight_task",
     "provider_agents",
@@ -74,3 +76,10 @@ def background_tasks(provider: Any, session: Any) -> list[Any]:
     runtime = getattr(provider, RUNTIME_METHOD)(session)
     tasks: list[Any] = module._refresh_task_state(session, state, runtime, source_id=source_id)
     return sorted(tasks, key=lambda task: task.id)
+
+
+#: The function of ``create_harness_agent`` that builds its context providers, among them
+#: the default file-memory store rooted at ``{cwd}/agent-file-memory`` (module, name).
+DEFAULT_STORE_ASSEMBLER = ("agent_framework._harness._agent", "_assemble_context_providers")
+#: Where a ``FileSystemAgentFileStore`` keeps its resolved root (every file op reads it).
+STORE_ROOT_ATTRIBUTE = "_root_path"
