@@ -442,14 +442,12 @@ def planner_fakes() -> dict[str, Any]:
 def test_the_harness_planner_loops_while_todos_remain(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # upstream's default file memory writes {cwd}/agent-file-memory; loopsim does not
-    # redirect it yet (issue 21 item 12), so each run gets a folder of its own here
-    folders = iter(tmp_path / f"run{i}" for i in range(3))
+    # upstream's default file memory writes {cwd}/agent-file-memory; inside a simulation it
+    # goes to a folder of the run's own (issue 21 item 12): three runs in one folder agree
+    # and leave it empty
+    monkeypatch.chdir(tmp_path)
 
     async def main() -> str:
-        folder = next(folders)
-        folder.mkdir()
-        monkeypatch.chdir(folder)
         return await offsite_planner.main()
 
     main.__module__ = offsite_planner.__name__
@@ -472,8 +470,9 @@ def test_the_harness_planner_loops_while_todos_remain(
         "file_memory_write",
         "todos_complete",
     ]
-    memory = list((tmp_path / "run0").rglob("offsite.md"))
-    assert [p.read_text(encoding="utf-8") for p in memory] == ["Venue: Lakeside Lodge (3100)"]
+    written = [e.data.get("arguments") for e in events(transcript, "tool_call")]
+    assert {"file_name": "offsite.md", "content": "Venue: Lakeside Lodge (3100)"} in written
+    assert list(tmp_path.iterdir()) == []
 
 
 def triage_fakes() -> dict[str, Any]:
