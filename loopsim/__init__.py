@@ -121,6 +121,7 @@ from ._scenario import LoadedScenario as LoadedScenario
 from ._scenario import Scenario as Scenario
 from ._scenario import ScenarioLimits as ScenarioLimits
 from ._scenario import ScenarioResult as ScenarioResult
+from ._scenario import ToolErrorInfo as ToolErrorInfo
 from ._scenario import load_scenario as load_scenario
 from ._scenario import run_scenario as run_scenario
 from ._transcript import Divergence as Divergence
@@ -229,6 +230,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "TodoCompletionLoopEvaluatorOptions",
     "TodoProvider",
     "ToolArgumentError",
+    "ToolErrorInfo",
     "ToolFaultError",
     "Transcript",
     "TranscriptError",

@@ -35,6 +35,7 @@ ORDER = (
     "_build_af",
     "_run",  # stage 4: run
     "_weak",  # stage 5: check (what the expectations leave unchecked first)
+    "_tool_errors",
     "_check",
     "_compare",
     "_result",  # stage 6: result
