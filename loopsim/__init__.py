@@ -140,6 +140,7 @@ if _typing.TYPE_CHECKING:
     from ._scenario import Scenario as Scenario
     from ._scenario import ScenarioLimits as ScenarioLimits
     from ._scenario import ScenarioResult as ScenarioResult
+    from ._scenario import ToolErrorInfo as ToolErrorInfo
     from ._scenario import load_scenario as load_scenario
     from ._scenario import run_scenario as run_scenario
     from ._transcript import Divergence as Divergence
@@ -252,6 +253,7 @@ _LAZY: dict[str, str] = {
     "TodoCompletionLoopEvaluatorOptions": "._loop",
     "TodoProvider": "._loop",
     "ToolArgumentError": "._agents",
+    "ToolErrorInfo": "._scenario",
     "ToolFaultError": "._clients",
     "Transcript": "._transcript",
     "TranscriptError": "._errors",
@@ -403,6 +405,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "TodoCompletionLoopEvaluatorOptions",
     "TodoProvider",
     "ToolArgumentError",
+    "ToolErrorInfo",
     "ToolFaultError",
     "Transcript",
     "TranscriptError",

@@ -24,7 +24,8 @@ model_request          agent, session, messages (Sequence[Message]), tools (list
 model_response         agent, session, messages (list[Message]), usage, response_id
 model_error            agent, session, error (exception class name), message (its text)
 tool_call              agent, session, call_id, name, arguments
-tool_result            agent, session, call_id, name, result, error
+tool_result            agent, session, call_id, name, result, error, error_type (the
+                       exception's class name, only when the tool itself raised)
 loop_iteration_start   loop, iteration
 evaluator_decision     loop, iteration, index, evaluator, decision ("continue"|"stop"),
                        feedback

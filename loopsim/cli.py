@@ -90,16 +90,19 @@ def _add_validate(sub: Any) -> None:
     parser = sub.add_parser(
         "validate",
         help="check scenario files without running them",
-        description="Load every scenario file and report its problems (up to 20 per file), "
-        "each with file, line and field.",
+        description="Load every scenario file, import and call its factories (running "
+        "nothing), and report its problems (up to 20 per file), each with file, line and "
+        "field.",
     )
     parser.add_argument("paths", nargs="+", help="scenario files or folders")
     parser.set_defaults(command=cmd_validate)
 
 
 def _validate_one(file: Path) -> bool:
-    """Load one file and print ``ok`` or its located error; True when it is valid."""
+    """Load one file, build its ``factory:`` agents (running nothing), and print ``ok`` or
+    its located errors; True when it is valid."""
     from ._scenario import load_scenario  # noqa: PLC0415 - keep startup light
+    from ._scenario._dry_build import factory_problems  # noqa: PLC0415 - keep startup light
 
     try:
         loaded = load_scenario(file)
@@ -109,6 +112,13 @@ def _validate_one(file: Path) -> bool:
             print(f"         {other}")  # noqa: T201 - CLI output
         if exc.omitted:
             print(f"         … and {exc.omitted} more problem(s) in this file")  # noqa: T201
+        return False
+    problems = factory_problems(loaded)
+    if problems:
+        first, *others = problems
+        print(f"invalid  {first}")  # noqa: T201 - CLI output
+        for other in others:
+            print(f"         {other}")  # noqa: T201 - CLI output
         return False
     print(f"ok       {file} ({loaded.name})")  # noqa: T201 - CLI output
     return True

@@ -190,7 +190,7 @@ def test_a_failing_tool_is_reported_and_the_model_sees_the_error() -> None:
     result, transcript = loopsim.record(agent.run, "go")
     assert result.text == "recovered"
     (tool_result,) = [e.data for e in transcript.events if e.kind == "tool_result"]
-    assert tool_result["error"] == "BrokenError: tool broke"
+    assert (tool_result["error"], tool_result["error_type"]) == ("tool broke", "BrokenError")
     assert tool_result["call_id"] == "e1"
 
 

@@ -207,6 +207,14 @@ BUGS = (
         scenario="restart_lost_recovery",
         key="expect.trajectory",
     ),
+    Bug(
+        "a tool's exception is answered but not recorded as one it raised",
+        f"{A}:Agent._call_tool",
+        "raised = type(exc).__name__",
+        "raised = None",
+        scenario="tool_errors",
+        key="expect.tool_errors[0].count",
+    ),
 )
 
 

@@ -99,6 +99,7 @@ expect:
   events:
     - {kind: tool_result, where: {name: fetch, result: page}, count: 1}
     - {kind: fault, where: {tool: fetch, fault: error}, count: 2}
+  tool_errors: [{tool: fetch, error: ToolFaultError, count: 2}]
 """
 
 
@@ -111,7 +112,7 @@ def test_a_tool_fault_rule_fails_the_first_calls_then_lets_them_through(engine: 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_tool_fault_rule_is_counted_so_it_can_fail(engine: str) -> None:
     result = run_scenario(_load(TOOL_FAULTS.replace("times: 2", "times: 1")), engine=engine)
-    assert len(result.failures) == 2
+    assert len(result.failures) == 3  # the two event counts and the declared tool errors
 
 
 AGENT_RULES = """\

@@ -33,8 +33,10 @@ ORDER = (
     "_factories",
     "_build",
     "_build_af",
+    "_dry_build",  # loopsim validate: factories built, nothing run
     "_run",  # stage 4: run
     "_weak",  # stage 5: check (what the expectations leave unchecked first)
+    "_tool_errors",
     "_check",
     "_compare",
     "_result",  # stage 6: result

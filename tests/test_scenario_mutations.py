@@ -108,6 +108,7 @@ CHECKING_KEYS = (
     "trajectory",
     "trajectories",
     "never",
+    "tool_errors",
 )
 
 
@@ -195,6 +196,35 @@ def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
         yield f"trajectories[{index}]", _trajectory_mutation(spec.trajectory(), seen)
     for index, step in enumerate(expect.never or ()):
         yield f"never[{index}]", _forbidden_event(step.pattern(never=True), seen)
+    yield from _tool_error_mutations(expect, seen)
+
+
+def _tool_error_mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
+    """One more tool error than declared, or (for an item of "at least") none of its own."""
+    declared = expect.tool_errors
+    if declared is None:
+        return
+    change = dataclasses.replace
+    raised = [e for e in seen.events if e.kind == "tool_result" and e.data.get("error_type")]
+    last = seen.events[-1]
+    planted = Event(last.seq + 1, last.time, "tool_result", {
+        "agent": "someone", "call_id": "planted", "name": "planted", "error": "boom",
+        "error_type": "PlantedError",
+    })  # fmt: skip
+    if isinstance(declared, int):
+        yield "tool_errors", change(seen, events=[*seen.events, planted])
+        return
+    for index, item in enumerate(declared):
+        mine = [e for e in raised if item.matches(str(e.data["name"]), e.data.get("agent"),
+                f"{e.data['error_type']}: {e.data.get('error')}")]  # fmt: skip
+        wanted = item.count
+        if wanted is None or (isinstance(wanted, RangeSpec) and wanted.max is None):
+            yield (
+                f"tool_errors[{index}]",
+                change(seen, events=[e for e in seen.events if e not in mine]),
+            )
+        else:
+            yield f"tool_errors[{index}]", change(seen, events=[*seen.events, mine[0]])
 
 
 def _break(oracle: str, seen: Seen) -> Seen:

@@ -510,6 +510,7 @@ class Agent(BaseAgent):
             arguments=call.arguments,
         )
         found = self._find_tool(call.name, options)
+        raised: str | None = None  # the class name of what the tool itself raised
         if found is None:
             offered = ", ".join(options.tool_names) or "none"
             result = FunctionResultContent(
@@ -527,19 +528,25 @@ class Agent(BaseAgent):
                     call_id=call.call_id, result=WORDING["agent.tool.bad_arguments"], error=str(exc)
                 )
             except Exception as exc:  # noqa: BLE001 - the model sees the error, the run goes on
+                raised = type(exc).__name__
                 result = FunctionResultContent(
                     call_id=call.call_id, result=WORDING["agent.tool.failed"], error=str(exc)
                 )
             else:
                 result = FunctionResultContent(call_id=call.call_id, result=_tool_text(value))
+        # A tool that raised returned nothing: its record has no result, the exception's
+        # text and class name (the model reads the fixed error text in the next request);
+        # a scenario fails on ``error_type`` unless it declares it (``expect.tool_errors``)
+        extra = {} if raised is None else {"error_type": raised}
         _trace.emit(
             "tool_result",
             agent=self._label,
             session=session.session_id,
             call_id=call.call_id,
             name=call.name,
-            result=result.result,
+            result=result.result if raised is None else None,
             error=result.error,
+            **extra,
         )
         return result
 

@@ -16,6 +16,7 @@ from ._loader import load_scenario, load_scenario_text
 from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import BACKENDS, ENGINES, SCHEMA_VERSION, Backend, Engine, Scenario
 from ._source import LoadedScenario
+from ._tool_errors import ToolErrorInfo
 from ._vary import DEFAULT_REPRODUCERS, VaryRun, run_vary, write_reproducer
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "ScenarioLimits",
     "ScenarioResult",
     "ScriptedFailure",
+    "ToolErrorInfo",
     "VaryRun",
     "load_scenario",
     "load_scenario_text",

@@ -20,6 +20,7 @@ from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
 from ._source import LoadedScenario, format_location
+from ._tool_errors import declared_problems, hint, tool_errors_of
 from ._weak import weak_expectations
 
 __all__ = [
@@ -43,7 +44,8 @@ class Failure:
     message: str
     location: str | None = None
     line: int | None = None
-    kind: str = "expectation"  # or "invariant", "error", "unused", "strict", "warning", "weak"
+    #: or "invariant", "error", "tool_error", "unused", "strict", "warning", "weak"
+    kind: str = "expectation"
 
     def render(self, path: Path | None) -> str:
         where = ""
@@ -302,6 +304,10 @@ def check_block(
                 + (f" with {fields}" if fields else "")
                 + f", got {got_count}",
             )
+    if expect.tool_errors is not None:
+        errors = tool_errors_of(seen.events, seen.first)
+        for at, problem in declared_problems(expect.tool_errors, errors):
+            fail(("expect", "tool_errors", *at), problem)
     for position, problem in _safety(loaded, expect, seen):
         fail(("expect", "safety", position), problem)
     if expect.elapsed is not None:
@@ -449,6 +455,7 @@ def check_run(
         if failure.kind == "error" and any(f.kind == "error" for f in failures):
             continue  # an unexpected error is reported once, not once per block
         failures.append(failure)
+    failures.extend(_undeclared_tool_errors(loaded, run, specs))
     if scenario.strict:
         failures.extend(
             Failure(
@@ -486,6 +493,38 @@ def check_run(
             )
         for loc, message in unused:
             failures.append(Failure(message, format_location(loc), where.line(loc), kind="unused"))
+    return failures
+
+
+def _undeclared_tool_errors(
+    loaded: LoadedScenario, run: Execution, specs: Sequence[StepExpect]
+) -> list[Failure]:
+    """Each tool error that neither a whole-run block nor the step it happened in
+    declares (``tool_errors``), located at that step."""
+    if any(spec.tool_errors is not None for spec in specs):
+        return []  # a whole-run block says what the run's tools raise (checked there)
+    windows = []
+    for index, step in enumerate(loaded.scenario.steps):
+        expect = getattr(step, "expect", None)
+        snapshot = run.outcome.snapshots.get(index)
+        if expect is not None and expect.tool_errors is not None and snapshot is not None:
+            windows.append((snapshot.first, snapshot.events))
+    failures = []
+    for error in tool_errors_of(run.events):
+        if any(begin <= error.position < end for begin, end in windows):
+            continue
+        at = _step_at(run, error.position)
+        loc: tuple[str | int, ...] = () if at is None else ("steps", at)
+        failures.append(
+            Failure(
+                f"{error.describe()}: a tool that raises fails the scenario unless it is "
+                f"declared; if it is meant to, add {hint(error)} under expect: (or the "
+                "step's expect:)",
+                format_location(loc) or None,
+                loaded.where.line(loc),
+                kind="tool_error",
+            )
+        )
     return failures
 
 

@@ -239,6 +239,7 @@ def _expect_errors(
                 f"{what}, and this scenario has no `loop`",
                 expected=f"a `loop:` section, or no `{label}.{key}`",
             )
+    yield from _tool_error_names(scenario, loc, expect, known, where)
     if not scenario.parent.background_agents:
         for key in ("tasks", "task_counts", "task_history"):
             if getattr(expect, key) is not None:
@@ -247,6 +248,30 @@ def _expect_errors(
                     "task statuses need background agents (parent.background_agents)",
                     expected="parent.background_agents to be non-empty",
                 )
+
+
+def _tool_error_names(
+    scenario: Scenario, loc: Loc, expect: StepExpect, known: Any, where: Located
+) -> Iterator[ScenarioError]:
+    """The agents and tools a ``tool_errors`` item names exist (a factory's or a real
+    model's agent has tools of its own: its names are not checked here)."""
+    if not isinstance(expect.tool_errors, list):
+        return
+    tools = {name for agent in scenario.agents.values() for name in agent.tools}
+    if scenario.parent.background_agents:
+        tools |= set(BACKGROUND_TOOLS)
+    own_tools = any(a.factory is not None or a.model is not None for a in scenario.agents.values())
+    for index, item in enumerate(expect.tool_errors):
+        if item.agent is not None:
+            yield from known(item.agent, (*loc, "tool_errors", index, "agent"))
+        if item.tool is not None and item.tool not in tools and not own_tools:
+            choices = sorted(tools)
+            yield where.error(
+                (*loc, "tool_errors", index, "tool"),
+                f"no agent offers a tool {describe(item.tool)}"
+                f"{_did_you_mean(item.tool, choices)} (tools: {listing(choices) or 'none'})",
+                expected="a tool declared under agents.<name>.tools",
+            )
 
 
 def _instant_errors(scenario: Scenario, where: Located) -> Iterator[ScenarioError]:

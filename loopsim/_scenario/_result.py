@@ -26,6 +26,7 @@ from ._model import replay_cassette
 from ._run import execute
 from ._schema import ENGINES, Backend, Engine
 from ._source import LoadedScenario
+from ._tool_errors import ToolErrorInfo, tool_errors_of
 
 if TYPE_CHECKING:
     from .._background._ties import TieBreaker
@@ -69,6 +70,9 @@ class ScenarioResult:
     #: what the expectations leave unchecked (tools called, an answer given, that nothing
     #: looks at); with ``strict: true`` they are failures instead
     weak: list[Failure] = field(default_factory=list)
+    #: every exception a tool raised (the agent's function layer answered the model
+    #: with an error result and went on): tool, agent, arguments, class name, text, time
+    tool_errors: list[ToolErrorInfo] = field(default_factory=list)
     #: agents that reached their tool-round limit: (agent, limit, virtual time)
     tool_round_limits: list[tuple[str, int, float]] = field(default_factory=list)
     #: what ran it: ``loopsim``, ``agent_framework``, or ``both`` (then :attr:`other` holds
@@ -233,6 +237,7 @@ def run_scenario(
         failures=check_run(loaded, run, keys, update_snapshots=update_snapshots),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),
+        tool_errors=tool_errors_of(run.events),
         tool_round_limits=[
             (str(e.data.get("agent")), int(e.data.get("max_iterations", 0)), e.time)
             for e in run.events

@@ -50,6 +50,7 @@ def weak_expectations(scenario: Scenario, events: Sequence[Event]) -> list[str]:
     children = {name.casefold() for name in scenario.parent.background_agents}
     checks_tools = any(
         b.safety
+        or b.tool_errors  # a declared tool error happened only if that tool was called
         or any(name.casefold() in children for name in b.calls or {})
         or b.tasks
         or b.task_history

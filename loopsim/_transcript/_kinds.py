@@ -68,12 +68,14 @@ class ToolCall(_Agentful):
 
 
 class ToolResult(_Agentful):
-    """``tool_result``."""
+    """``tool_result``: ``error_type`` (the exception's class name) only when the tool
+    itself raised; ``error`` is then the exception's text."""
 
     call_id: str
     name: str
     result: Any = None
     error: Any = None
+    error_type: str | None = None
 
 
 class HostedTool(_Agentful):

@@ -100,7 +100,9 @@ def describe_event(
     if kind == "tool_call":
         return f"{who}  {d.get('name')}({_j(d.get('arguments', {}))}) #{d.get('call_id')}"
     if kind == "tool_result":
-        if d.get("error") is not None:
+        if d.get("error_type") is not None:  # the tool raised
+            outcome = f"raised {d.get('error_type')} {_clip(_j(d.get('error')), max_text)}"
+        elif d.get("error") is not None:
             outcome = f"error {_clip(_j(d.get('error')), max_text)}"
         else:
             outcome = f"= {_clip(_j(d.get('result')), max_text)}"

@@ -34,7 +34,7 @@ from .. import _trace
 from .._agents._base import maybe_await
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
-from ._upstream import MIDDLEWARE_RUN_LAYER, in_flight_task, provider_agents
+from ._upstream import MIDDLEWARE_RUN_LAYER, in_flight_task, is_argument_error, provider_agents
 
 __all__ = [
     "RunTraceMiddleware",
@@ -236,6 +236,10 @@ class ToolTraceMiddleware(af.FunctionMiddleware):
         try:
             await call_next()
         except Exception as exc:
+            # As the function layer keeps it beside the error result (its ``exception``)
+            # and the built-in engine records it: the text; the class name apart, only
+            # when the tool itself raised (not for arguments the layer refused)
+            extra = {} if is_argument_error(exc) else {"error_type": type(exc).__name__}
             _trace.emit(
                 "tool_result",
                 agent=agent,
@@ -243,7 +247,8 @@ class ToolTraceMiddleware(af.FunctionMiddleware):
                 call_id=call_id,
                 name=name,
                 result=None,
-                error=f"{type(exc).__name__}: {exc}",
+                error=str(exc),
+                **extra,
             )
             raise
         _trace.emit(

@@ -22,6 +22,7 @@ __all__ = [
     "STORE_ROOT_ATTRIBUTE",
     "background_tasks",
     "in_flight_task",
+    "is_argument_error",
     "provider_agents",
 ]
 
@@ -37,6 +38,18 @@ INSTRUMENT_FACTORIES = (
     ("agent_framework.observability", "_get_token_usage_histogram"),
     ("agent_framework._tools", "_default_histogram"),
 )
+
+#: The exception the function layer raises for arguments that do not fit a tool (module,
+#: class name): the tool never ran, so it is not an error the tool raised.
+ARGUMENT_ERROR = ("agent_framework._tools", "_FunctionArgumentValidationError")
+
+
+def is_argument_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the function layer refusing a call's arguments."""
+    module, name = ARGUMENT_ERROR
+    refused = getattr(importlib.import_module(module), name, None)
+    return isinstance(refused, type) and isinstance(exc, refused)
+
 
 #: BackgroundAgentsProvider's dict of child agents by name.
 PROVIDER_AGENTS_ATTRIBUTE = "_agents"

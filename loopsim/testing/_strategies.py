@@ -286,6 +286,12 @@ def _loop_scenario(
     steps: list[Any] = [{"run": "do the task"}]
     if runs == 2:
         steps.append({"approve": draw(st.booleans())} if approvals else {"run": "again"})
+    expect: dict[str, Any] = {"unused_turns": True}
+    if "flaky" in tools:  # it raises on purpose, at most once per scripted call of it
+        calls = sum(1 for t in script if t.get("tool_call", {}).get("name") == "flaky")
+        expect["tool_errors"] = [
+            {"tool": "flaky", "error": "the service is down", "count": {"max": calls}}
+        ]
     return {
         "version": 1,
         "name": "generated-loop",
@@ -304,7 +310,7 @@ def _loop_scenario(
             "on_behalf_of_author_name": draw(st.sampled_from([None, "loop"])),
         },
         "steps": steps,
-        "expect": {"unused_turns": True},
+        "expect": expect,
     }
 
 

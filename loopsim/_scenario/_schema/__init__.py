@@ -32,7 +32,15 @@ from ._base import (
     Engine,
     describe,
 )
-from ._expect import EVENT_FIELDS, EventCount, ExpectSpec, RangeSpec, ResponseExpect, StepExpect
+from ._expect import (
+    EVENT_FIELDS,
+    EventCount,
+    ExpectSpec,
+    RangeSpec,
+    ResponseExpect,
+    StepExpect,
+    ToolErrorSpec,
+)
 from ._faults import FaultSpec, ModelFaultSpec, ToolFaultSpec, WhenSpec
 from ._loop import (
     AIJudgeSpec,
@@ -86,6 +94,7 @@ __all__ = [
     "StepExpect",
     "StepSpec",
     "ToolCallSpec",
+    "ToolErrorSpec",
     "ToolFaultSpec",
     "ToolSpec",
     "TurnSpec",

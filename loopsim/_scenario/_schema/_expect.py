@@ -30,7 +30,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_response": ("agent", "response_id"),
     "model_error": ("agent", "error", "message"),
     "tool_call": ("agent", "call_id", "name"),
-    "tool_result": ("agent", "call_id", "name", "result", "error"),
+    "tool_result": ("agent", "call_id", "name", "result", "error", "error_type"),
     "tool_round_limit": ("agent", "max_iterations"),
     "hosted_tool": ("agent", "call_id", "name", "result"),
     "task_status": ("task_id", "agent", "description", "status", "result", "error"),
@@ -175,6 +175,70 @@ def _same(got: Any, wanted: Any) -> bool:
     return bool(got == wanted)
 
 
+class ToolErrorSpec(StrictModel):
+    """Tool errors the scenario means to happen: those a tool raised, of ``tool`` (by
+    ``agent``), whose ``error`` (``Type: message``) contains the text given; ``count`` is
+    a whole number or ``{min, max}`` (default: at least one). ``- fetch`` is short for
+    ``- {tool: fetch}``."""
+
+    tool: Name | None = None
+    agent: Name | None = None
+    #: the exception's class name, or any part of ``ClassName: message``
+    error: Text | None = None
+    count: Count | RangeSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"tool": value}
+        return value
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _a_range(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return RangeSpec.model_validate(value)  # its own message, not the number's
+        return value
+
+    @model_validator(mode="after")
+    def _names_something(self) -> ToolErrorSpec:
+        if self.tool is None and self.agent is None and self.error is None and self.count is None:
+            raise PydanticCustomError(
+                "vacuous",
+                "an empty tool error declares nothing; give tool, agent, error or count "
+                "(`- {tool: fetch, error: TimeoutError}`)",
+            )
+        return self
+
+    def matches(self, tool: str, agent: str | None, error: str) -> bool:
+        """Whether a tool error of ``tool`` (by ``agent``, ``error`` being
+        ``Type: message``) is one this item declares."""
+        return (
+            (self.tool is None or self.tool == tool)
+            and (self.agent is None or self.agent == agent)
+            and (self.error is None or self.error in error)
+        )
+
+    def render(self) -> str:
+        parts = [f"tool {self.tool}" if self.tool else "any tool"]
+        if self.agent is not None:
+            parts.append(f"of agent {self.agent}")
+        if self.error is not None:
+            parts.append(f"raising {self.error!r}")
+        return " ".join(parts)
+
+
+def _tool_errors(value: Any) -> Any:
+    if isinstance(value, list) and not value:
+        raise PydanticCustomError(
+            "vacuous",
+            "an empty list of tool errors declares nothing; write `tool_errors: 0` to say "
+            "no tool may raise (the default), or list {tool, error, count} items",
+        )
+    return value
+
+
 _TASKS_HINT = (
     "to say that no task is left running write `task_counts: {running: 0}`; "
     "to check a task, map its id to a status (`tasks: {1: completed}`)"
@@ -206,6 +270,15 @@ class StepExpect(StrictModel):
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
     error: Text | None = None
+    #: the tool errors that must happen (a tool that raises fails the scenario unless
+    #: declared here): how many in all, or {tool, agent, error, count} items
+    tool_errors: Count | list[ToolErrorSpec] | None = None
+
+    @field_validator("tool_errors", mode="before")
+    @classmethod
+    def _some_tool_errors(cls, value: Any) -> Any:
+        return _tool_errors(value)
+
     #: safety oracles (loopsim._oracles): no_duplicate_tool_calls, no_approval_bypass,
     #: no_running_tasks, no_lost_results
     safety: list[SafetyOracle] | None = None
