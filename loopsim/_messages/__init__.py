@@ -36,14 +36,17 @@ from ._message import MessagesInput as MessagesInput
 from ._message import normalize_messages as normalize_messages
 from ._message import text_content as text_content
 from ._message import text_message as text_message
+from ._updates import RESPONSE_FIELDS as RESPONSE_FIELDS
 from ._updates import AgentResponseUpdate as AgentResponseUpdate
 from ._updates import ChatResponseUpdate as ChatResponseUpdate
 from ._updates import build_agent_update as build_agent_update
 from ._updates import build_chat_update as build_chat_update
+from ._updates import merge_response_fields as merge_response_fields
 from ._updates import message_update as message_update
 
 __all__ = [
     "MESSAGES_ADAPTER",
+    "RESPONSE_FIELDS",
     "AgentResponse",
     "AgentResponseUpdate",
     "ChatOptions",
@@ -67,6 +70,7 @@ __all__ = [
     "build_agent_update",
     "build_chat_response",
     "build_chat_update",
+    "merge_response_fields",
     "message_update",
     "normalize_messages",
     "text_content",

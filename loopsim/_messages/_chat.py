@@ -45,7 +45,12 @@ from ._message import (
     text_message,
 )
 from ._structured import PRIVATE_DEFAULTS, StructuredValue
-from ._updates import AgentResponseUpdate, ChatResponseUpdate, merge_updates
+from ._updates import (
+    AgentResponseUpdate,
+    ChatResponseUpdate,
+    merge_response_fields,
+    merge_updates,
+)
 
 #: The structured-output model of a ``ChatOptions`` (any model when not given).
 ResponseModelT = DefaultTypeVar("ResponseModelT", bound=BaseModel, default=BaseModel)
@@ -99,6 +104,10 @@ def build_chat_response(
                 "usage": usage,
                 "conversation_id": None,
                 "finish_reason": None,
+                "continuation_token": None,
+                "model": None,
+                "created_at": None,
+                "additional_properties": {},
             },
             {"messages", "response_id", "usage"},
             private=dict(PRIVATE_DEFAULTS),
@@ -180,8 +189,11 @@ class AgentResponse(StructuredValue, BaseModel):
 class ChatResponse(StructuredValue, BaseModel):
     """What a chat client returns for one request.
 
-    Upstream's fields are here too: ``conversation_id``, ``finish_reason``, and
-    ``response_format`` (then ``value`` parses the last answer on first access).
+    Upstream's fields are here too: ``conversation_id`` (the service-side conversation),
+    ``finish_reason``, ``continuation_token`` (a background response still in progress:
+    poll with it; None once it is done), ``model``, ``created_at``,
+    ``additional_properties`` (JSON-safe extras) and ``response_format`` (then ``value``
+    parses the last answer on first access).
     """
 
     model_config = MODEL_CONFIG
@@ -191,6 +203,10 @@ class ChatResponse(StructuredValue, BaseModel):
     usage: Usage | None = None
     conversation_id: str | None = None
     finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
     _value: Any = PrivateAttr(default=None)
     _value_parsed: bool = PrivateAttr(default=False)
     _response_format: Any = PrivateAttr(default=None)
@@ -203,6 +219,10 @@ class ChatResponse(StructuredValue, BaseModel):
         usage: Usage | None = None,
         conversation_id: str | None = None,
         finish_reason: str | None = None,
+        continuation_token: Mapping[str, Any] | None = None,
+        model: str | None = None,
+        created_at: str | None = None,
+        additional_properties: Mapping[str, Any] | None = None,
         response_format: Any = None,
         value: Any = None,
         usage_details: Usage | None = None,
@@ -214,11 +234,16 @@ class ChatResponse(StructuredValue, BaseModel):
             msgs = [messages]
         else:
             msgs = list(messages or ())
-        # upstream's two fields join fields_set only when given (as the fast builder's)
-        if conversation_id is not None:
-            extra["conversation_id"] = conversation_id
-        if finish_reason is not None:
-            extra["finish_reason"] = finish_reason
+        # upstream's fields join fields_set only when given (as the fast builder's)
+        given = {
+            "conversation_id": conversation_id,
+            "finish_reason": finish_reason,
+            "continuation_token": continuation_token,
+            "model": model,
+            "created_at": created_at,
+            "additional_properties": additional_properties,
+        }
+        extra.update({name: value for name, value in given.items() if value is not None})
         super().__init__(
             messages=msgs,
             response_id=response_id,
@@ -243,8 +268,10 @@ class ChatResponse(StructuredValue, BaseModel):
     def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
         """Merge streaming chat updates into one response (see AgentResponse.from_updates).
 
-        The last ``conversation_id`` and ``finish_reason`` an update carries are the
-        response's, as upstream merges them.
+        As upstream merges them: the last ``conversation_id``, ``finish_reason``,
+        ``model`` and ``created_at`` an update carries are the response's; the last
+        update's ``continuation_token`` is (None there: the response is done); the
+        updates' ``additional_properties`` are merged, a later key winning.
         """
         listed = list(updates)
         messages, response_id, _, usage = merge_updates(
@@ -262,19 +289,10 @@ class ChatResponse(StructuredValue, BaseModel):
             ),
             with_agent_id=False,
         )
-        conversation_id = finish_reason = None
-        for update in listed:
-            conversation_id = getattr(update, "conversation_id", None) or conversation_id
-            finish_reason = getattr(update, "finish_reason", None) or finish_reason
-        if cls is ChatResponse and conversation_id is None and finish_reason is None:
+        fields = merge_response_fields(listed)
+        if cls is ChatResponse and not fields:
             return build_chat_response(messages, response_id=response_id, usage=usage)
-        return cls(
-            messages,
-            response_id=response_id,
-            usage=usage,
-            conversation_id=conversation_id,
-            finish_reason=finish_reason,
-        )
+        return cls(messages, response_id=response_id, usage=usage, **fields)
 
 
 @dataclass(slots=True)

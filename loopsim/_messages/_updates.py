@@ -28,10 +28,12 @@ from ._message import (
 )
 
 __all__ = [
+    "RESPONSE_FIELDS",
     "AgentResponseUpdate",
     "ChatResponseUpdate",
     "build_agent_update",
     "build_chat_update",
+    "merge_response_fields",
     "merge_updates",
     "message_update",
 ]
@@ -52,7 +54,8 @@ def _build_update(
         values = {"role": role, "contents": list(contents), **ids}
         if unset is None:
             return _built(cls, values)
-        return _built(cls, {**values, **unset}, set(values))
+        # a fresh dict per update for additional_properties (never one shared default)
+        return _built(cls, {**values, **unset, "additional_properties": {}}, set(values))
     return cls(role, contents, **ids)
 
 
@@ -102,8 +105,51 @@ def build_chat_update(
     return _build_update(ChatResponseUpdate, role, contents, ids, _CHAT_UPDATE_UNSET)
 
 
-#: The fields of a chat update its fast builder leaves at their default.
-_CHAT_UPDATE_UNSET: dict[str, None] = {"conversation_id": None, "finish_reason": None}
+#: The fields of a chat update its fast builder leaves at their default (and
+#: ``additional_properties``, a fresh empty dict).
+_CHAT_UPDATE_UNSET: dict[str, None] = {
+    "conversation_id": None,
+    "finish_reason": None,
+    "continuation_token": None,
+    "model": None,
+    "created_at": None,
+}
+
+#: The response-level fields a chat update carries (``merge_response_fields`` merges them).
+RESPONSE_FIELDS = (
+    "conversation_id",
+    "finish_reason",
+    "continuation_token",
+    "model",
+    "created_at",
+    "additional_properties",
+)
+
+
+def merge_response_fields(updates: Sequence[Any]) -> dict[str, Any]:
+    """The response-level fields of a stream, merged as upstream merges them; only the
+    ones that are set (not None, not empty).
+
+    The last ``conversation_id``, ``finish_reason``, ``model`` and ``created_at`` given
+    win; ``continuation_token`` is the last update's (None there means done);
+    ``additional_properties`` are merged, a later key winning. Objects without one of
+    these attributes (agent updates) count as not giving it.
+    """
+    merged: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    token: Any = None
+    for update in updates:
+        for name in ("conversation_id", "finish_reason", "model", "created_at"):
+            value = getattr(update, name, None)
+            if value is not None:
+                merged[name] = value
+        token = getattr(update, "continuation_token", None)
+        properties.update(getattr(update, "additional_properties", None) or {})
+    if token is not None:
+        merged["continuation_token"] = token
+    if properties:
+        merged["additional_properties"] = properties
+    return merged
 
 
 def merge_updates(
@@ -253,12 +299,18 @@ class AgentResponseUpdate(_Update):
 class ChatResponseUpdate(_Update):
     """One piece of a streaming chat response.
 
-    Upstream's ``conversation_id`` (a service-side conversation the stream continues) and
-    ``finish_reason`` are here too; ``ChatResponse.from_updates`` keeps the last of each.
+    Upstream's response-level fields are here too: ``conversation_id`` (a service-side
+    conversation the stream continues), ``finish_reason``, ``continuation_token`` (a
+    background response in progress), ``model``, ``created_at`` and
+    ``additional_properties``; ``ChatResponse.from_updates`` merges them as upstream does.
     """
 
     conversation_id: str | None = None
     finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
 
     # Spelled out so the pydantic mypy plugin keeps the positional signature of _Update.
     def __init__(
