@@ -38,7 +38,7 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
     Every update carries its message's id and the response id (and the response's
     ``conversation_id``, ``finish_reason``, ``continuation_token``, ``model``,
     ``created_at`` and ``additional_properties`` when it has them; a response with no
-    contents and such fields is one empty update), so ``ChatResponse.from_updates``
+    contents but an id or such fields is one empty update), so ``ChatResponse.from_updates``
     gives back the same messages and fields.
     """
     updates: list[ChatResponseUpdate] = []
@@ -86,6 +86,8 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
                 additional_properties=dict(properties),
             )
         ]
+    elif not updates and response_id is not None:
+        updates = [build_chat_update("assistant", (), response_id=response_id)]
     return updates
 
 

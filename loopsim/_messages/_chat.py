@@ -271,7 +271,7 @@ class ChatResponse(StructuredValue, BaseModel):
         As upstream merges them: the last ``conversation_id``, ``finish_reason``,
         ``model`` and ``created_at`` an update carries are the response's; the last
         update's ``continuation_token`` is (None there: the response is done); the
-        updates' ``additional_properties`` are merged, a later key winning.
+        updates' ``additional_properties`` are merged one level deep, a later key winning.
         """
         listed = list(updates)
         messages, response_id, _, usage = merge_updates(

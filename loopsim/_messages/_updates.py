@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -132,7 +132,8 @@ def merge_response_fields(updates: Sequence[Any]) -> dict[str, Any]:
 
     The last ``conversation_id``, ``finish_reason``, ``model`` and ``created_at`` given
     win; ``continuation_token`` is the last update's (None there means done);
-    ``additional_properties`` are merged, a later key winning. Objects without one of
+    ``additional_properties`` are merged one level deep, a later key winning (two
+    mappings under one key are merged). Objects without one of
     these attributes (agent updates) count as not giving it.
     """
     merged: dict[str, Any] = {}
@@ -144,7 +145,13 @@ def merge_response_fields(updates: Sequence[Any]) -> dict[str, Any]:
             if value is not None:
                 merged[name] = value
         token = getattr(update, "continuation_token", None)
-        properties.update(getattr(update, "additional_properties", None) or {})
+        for key, value in (getattr(update, "additional_properties", None) or {}).items():
+            current = properties.get(key)
+            # one level deep, as upstream: two mappings under one key are merged
+            if isinstance(current, Mapping) and isinstance(value, Mapping):
+                properties[key] = {**current, **value}
+            else:
+                properties[key] = dict(value) if isinstance(value, Mapping) else value
     if token is not None:
         merged["continuation_token"] = token
     if properties:
@@ -176,14 +183,20 @@ def merge_updates(
                         kept.append(item)
                 contents = kept
                 break
-        if not contents:
-            continue
+        # As upstream: every update, an empty one too, opens a message or joins the one in
+        # progress (a later update may name its author and id); empty messages are dropped.
         if current is None or not current.accepts(update):
-            if current is not None:
+            if current is not None and current.filled:
                 messages.append(current.build())
             current = _MessageBuilder(update.role, update.author_name, update.message_id)
-        current.add(contents)
-    if current is not None:
+        else:
+            if update.author_name is not None:
+                current.author_name = update.author_name
+            if update.message_id:
+                current.message_id = update.message_id
+        if contents:
+            current.add(contents)
+    if current is not None and current.filled:
         messages.append(current.build())
     return messages, response_id, agent_id, usage
 
@@ -204,11 +217,17 @@ class _MessageBuilder:
     first_text: TextContent | None = None
 
     def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
-        return update.role == self.role and (
-            update.message_id is None
-            or self.message_id is None
-            or update.message_id == self.message_id
+        """Whether ``update`` continues this message: same role, and no other id or author."""
+        message_id, author_name = update.message_id, update.author_name
+        return (
+            update.role == self.role
+            and (not message_id or not self.message_id or message_id == self.message_id)
+            and (not author_name or not self.author_name or author_name == self.author_name)
         )
+
+    @property
+    def filled(self) -> bool:
+        return bool(self.contents) or self.first_text is not None
 
     def add(self, contents: Sequence[Content]) -> None:
         for content in contents:
