@@ -41,6 +41,7 @@ from ._background import BackgroundTaskInfo as BackgroundTaskInfo
 from ._background import BackgroundTaskStatus as BackgroundTaskStatus
 from ._background import background_tasks_running as background_tasks_running
 from ._background import background_tasks_running_message as background_tasks_running_message
+from ._clients import BackgroundResponseChatClient as BackgroundResponseChatClient
 from ._clients import BaseChatClient as BaseChatClient
 from ._clients import ChatClient as ChatClient
 from ._clients import ContentFilterError as ContentFilterError
@@ -152,6 +153,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "AgentRunContext",
     "AgentSession",
     "BackgroundAgentsProvider",
+    "BackgroundResponseChatClient",
     "BackgroundTaskCompletionLoopEvaluator",
     "BackgroundTaskCompletionLoopEvaluatorOptions",
     "BackgroundTaskInfo",

@@ -46,6 +46,7 @@ from ._message import (
 )
 from ._structured import PRIVATE_DEFAULTS, StructuredValue
 from ._updates import (
+    AGENT_RESPONSE_FIELDS,
     AgentResponseUpdate,
     ChatResponseUpdate,
     merge_response_fields,
@@ -62,8 +63,24 @@ def build_agent_response(
     response_id: str | None = None,
     agent_id: str | None = None,
     usage: Usage | None = None,
+    answer: ChatResponse | None = None,
 ) -> AgentResponse:
-    """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``."""
+    """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``; ``answer``: the
+    last model answer, whose finish reason, continuation token, creation time and
+    additional properties the response takes (as upstream's agent response does)."""
+    fields: dict[str, Any] = {
+        "finish_reason": None,
+        "continuation_token": None,
+        "created_at": None,
+        "additional_properties": {},
+    }
+    if answer is not None:
+        fields = {
+            "finish_reason": answer.finish_reason,
+            "continuation_token": answer.continuation_token,
+            "created_at": answer.created_at,
+            "additional_properties": dict(answer.additional_properties),
+        }
     if (
         _optional_str(response_id)
         and _optional_str(agent_id)
@@ -77,11 +94,13 @@ def build_agent_response(
                 "response_id": response_id,
                 "agent_id": agent_id,
                 "usage": usage,
-                "additional_properties": {},
+                **fields,
             },
             private=dict(PRIVATE_DEFAULTS),
         )
-    return AgentResponse(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+    return AgentResponse(
+        messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields
+    )
 
 
 def build_chat_response(
@@ -121,6 +140,9 @@ class AgentResponse(StructuredValue, BaseModel):
     ``usage_details`` is upstream's name for ``usage``. ``value`` is the structured
     output, parsed from the last answer on first access when the run asked for a
     ``response_format`` (as upstream: a reply that does not parse raises then).
+    ``finish_reason``, ``continuation_token`` (a background response still in progress:
+    run again with ``options={"continuation_token": token}``), ``created_at`` and
+    ``additional_properties`` are the last model answer's, as upstream's.
     """
 
     model_config = MODEL_CONFIG
@@ -130,6 +152,9 @@ class AgentResponse(StructuredValue, BaseModel):
     agent_id: str | None = None
     usage: Usage | None = None
     additional_properties: dict[str, Any] = Field(default_factory=dict)
+    finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    created_at: str | None = None
     _value: Any = PrivateAttr(default=None)
     _value_parsed: bool = PrivateAttr(default=False)
     _response_format: Any = PrivateAttr(default=None)
@@ -145,9 +170,18 @@ class AgentResponse(StructuredValue, BaseModel):
         response_format: Any = None,
         additional_properties: dict[str, Any] | None = None,
         usage_details: Usage | None = None,
+        finish_reason: str | None = None,
+        continuation_token: Mapping[str, Any] | None = None,
+        created_at: str | None = None,
         **extra: Any,
     ) -> None:
         msgs = [messages] if isinstance(messages, Message) else list(messages or ())
+        given = {
+            "finish_reason": finish_reason,
+            "continuation_token": continuation_token,
+            "created_at": created_at,
+        }
+        extra.update({name: value for name, value in given.items() if value is not None})
         super().__init__(
             messages=msgs,
             response_id=response_id,
@@ -178,12 +212,15 @@ class AgentResponse(StructuredValue, BaseModel):
         one message; text pieces are concatenated. ``UsageContent`` is summed into
         ``usage`` and not kept as content. The last non-empty response/agent id wins.
         """
-        messages, response_id, agent_id, usage = merge_updates(updates, with_agent_id=True)
-        if cls is AgentResponse:
+        listed = list(updates)
+        messages, response_id, agent_id, usage = merge_updates(listed, with_agent_id=True)
+        merged = merge_response_fields(listed)
+        fields = {k: merged[k] for k in AGENT_RESPONSE_FIELDS if k in merged}
+        if cls is AgentResponse and not fields:
             return build_agent_response(
                 messages, response_id=response_id, agent_id=agent_id, usage=usage
             )
-        return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+        return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields)
 
 
 class ChatResponse(StructuredValue, BaseModel):

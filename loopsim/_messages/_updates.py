@@ -28,6 +28,7 @@ from ._message import (
 )
 
 __all__ = [
+    "AGENT_RESPONSE_FIELDS",
     "RESPONSE_FIELDS",
     "AgentResponseUpdate",
     "ChatResponseUpdate",
@@ -75,7 +76,7 @@ def build_agent_update(
         "response_id": response_id,
         "agent_id": agent_id,
     }
-    return _build_update(AgentResponseUpdate, role, contents, ids)
+    return _build_update(AgentResponseUpdate, role, contents, ids, _AGENT_UPDATE_UNSET)
 
 
 def message_update(
@@ -114,6 +115,21 @@ _CHAT_UPDATE_UNSET: dict[str, None] = {
     "model": None,
     "created_at": None,
 }
+
+#: The fields of an agent update its fast builder leaves at their default (and
+#: ``additional_properties``, a fresh empty dict).
+_AGENT_UPDATE_UNSET: dict[str, None] = {
+    "finish_reason": None,
+    "continuation_token": None,
+    "created_at": None,
+}
+#: The response-level fields an agent update carries (upstream's, from the model's answer).
+AGENT_RESPONSE_FIELDS = (
+    "finish_reason",
+    "continuation_token",
+    "created_at",
+    "additional_properties",
+)
 
 #: The response-level fields a chat update carries (``merge_response_fields`` merges them).
 RESPONSE_FIELDS = (
@@ -289,9 +305,18 @@ class _Update(BaseModel):
 
 
 class AgentResponseUpdate(_Update):
-    """One piece of a streaming agent run (``agent_id`` says which agent sent it)."""
+    """One piece of a streaming agent run (``agent_id`` says which agent sent it).
+
+    ``finish_reason``, ``continuation_token``, ``created_at`` and
+    ``additional_properties`` come from the model's streamed answer, as upstream's;
+    ``AgentResponse.from_updates`` merges them as ``ChatResponse.from_updates`` does.
+    """
 
     agent_id: str | None = None
+    finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(
         self,

@@ -85,7 +85,7 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
                 for index, call in enumerate(turn.calls, start=1)
             ]
             item = Message("assistant", list(calls))
-        turns.append(Turn(item, delay=turn.delay, usage=_usage(turn)))
+        turns.append(Turn(item, delay=turn.delay, usage=_usage(turn), **turn.response_fields))
     return turns
 
 
