@@ -478,3 +478,55 @@ def test_a_field_that_is_not_a_mapping_is_a_conversion_error(field: str) -> None
     with pytest.raises(ConversionError, match=rf"ChatResponse\.{field}.*\(from vendor\)") as info:
         loopsim.simulate(main)
     assert info.value.field == f"ChatResponse.{field}"
+
+
+# -- agent responses (as_agent: an agent_framework agent seen by loopsim) -------------------
+
+
+@FAST
+@given(af_responses())
+def test_agent_responses_carry_the_answer_fields_both_ways(chat: af.ChatResponse[Any]) -> None:
+    upstream = af.AgentResponse(
+        messages=chat.messages,
+        response_id=chat.response_id,
+        finish_reason=chat.finish_reason,
+        continuation_token=chat.continuation_token,
+        created_at=chat.created_at,
+        additional_properties=chat.additional_properties,
+    )
+    ours = convert.to_loopsim_agent_response(upstream)
+    back = convert.to_af_agent_response(ours)
+    for name in ("response_id", "finish_reason", "continuation_token", "created_at"):
+        assert getattr(ours, name) == getattr(upstream, name) == getattr(back, name), name
+    assert ours.additional_properties == upstream.additional_properties
+    assert back.additional_properties == upstream.additional_properties
+
+
+def test_a_replacing_agent_update_is_a_conversion_error() -> None:
+    update = af.AgentResponseUpdate(
+        role="assistant", contents=[af.Content.from_text("x")], merge_mode="replace"
+    )
+    with pytest.raises(ConversionError, match=r"AgentResponseUpdate\.merge_mode") as info:
+        convert.to_loopsim_agent_update(update, source="inner-agent")
+    assert info.value.source == "inner-agent"
+
+
+def test_agent_updates_carry_the_answer_fields() -> None:
+    update = af.AgentResponseUpdate(
+        role="assistant",
+        contents=[af.Content.from_text("x")],
+        finish_reason="stop",
+        continuation_token={"response_id": "r"},
+        created_at="2026-01-01T00:00:00Z",
+        additional_properties={"k": 1},
+    )
+    ours = convert.to_loopsim_agent_update(update)
+    assert (ours.finish_reason, ours.continuation_token, ours.created_at) == (
+        "stop",
+        {"response_id": "r"},
+        "2026-01-01T00:00:00Z",
+    )
+    assert ours.additional_properties == {"k": 1}
+    merged = loopsim.AgentResponse.from_updates([ours])
+    assert merged.continuation_token == {"response_id": "r"}
+    assert merged.finish_reason == "stop"

@@ -57,6 +57,10 @@ from ._updates import (
 ResponseModelT = DefaultTypeVar("ResponseModelT", bound=BaseModel, default=BaseModel)
 
 
+#: An agent response's fields taken from the model's last answer (besides its messages).
+_ANSWER_FIELDS = ("finish_reason", "continuation_token", "created_at")
+
+
 def build_agent_response(
     messages: Sequence[Message],
     *,
@@ -68,18 +72,19 @@ def build_agent_response(
     """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``; ``answer``: the
     last model answer, whose finish reason, continuation token, creation time and
     additional properties the response takes (as upstream's agent response does)."""
+    # in the model's field order (the fast builder's __dict__ is the validated one)
     fields: dict[str, Any] = {
+        "additional_properties": {},
         "finish_reason": None,
         "continuation_token": None,
         "created_at": None,
-        "additional_properties": {},
     }
     if answer is not None:
         fields = {
+            "additional_properties": dict(answer.additional_properties),
             "finish_reason": answer.finish_reason,
             "continuation_token": answer.continuation_token,
             "created_at": answer.created_at,
-            "additional_properties": dict(answer.additional_properties),
         }
     if (
         _optional_str(response_id)
@@ -87,6 +92,8 @@ def build_agent_response(
         and (usage is None or isinstance(usage, Usage))
         and _all_messages(messages)
     ):
+        # as the constructor: the answer's fields join fields_set only when given
+        given = {name for name in _ANSWER_FIELDS if fields[name] is not None}
         return _built(
             AgentResponse,
             {
@@ -96,6 +103,7 @@ def build_agent_response(
                 "usage": usage,
                 **fields,
             },
+            {"messages", "response_id", "agent_id", "usage", "additional_properties", *given},
             private=dict(PRIVATE_DEFAULTS),
         )
     return AgentResponse(

@@ -28,7 +28,7 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import agent_framework as af
 from pydantic import BaseModel
@@ -403,17 +403,21 @@ def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
     )
 
 
+def _check_merge_mode(update: Any, kind: str, source: str | None) -> None:
+    merge_mode = getattr(update, "merge_mode", None)
+    if merge_mode not in (None, "append"):
+        msg = (
+            f"agent_framework {kind}.merge_mode={merge_mode!r} cannot be "
+            "carried: a loopsim stream only appends to the message in progress"
+        )
+        raise ConversionError(msg, field=f"{kind}.merge_mode", source=source)
+
+
 def to_loopsim_chat_update(
     update: af.ChatResponseUpdate, *, source: str | None = None
 ) -> ChatResponseUpdate:
     """An agent_framework update as loopsim's (``source`` names it in errors)."""
-    merge_mode = getattr(update, "merge_mode", None)
-    if merge_mode not in (None, "append"):
-        msg = (
-            f"agent_framework ChatResponseUpdate.merge_mode={merge_mode!r} cannot be "
-            "carried: a loopsim stream only appends to the message in progress"
-        )
-        raise ConversionError(msg, field="ChatResponseUpdate.merge_mode", source=source)
+    _check_merge_mode(update, "ChatResponseUpdate", source)
     return ChatResponseUpdate(
         str(update.role or "assistant"),
         [to_loopsim_content(c) for c in update.contents],
@@ -437,10 +441,33 @@ def to_af_agent_response(response: AgentResponse) -> af.AgentResponse[Any]:
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         value=response.value,
         additional_properties=dict(response.additional_properties),
+        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
+        continuation_token=cast(
+            "af.ContinuationToken | None",
+            None if response.continuation_token is None else dict(response.continuation_token),
+        ),
+        created_at=response.created_at,
     )
 
 
-def to_loopsim_agent_response(response: af.AgentResponse[Any]) -> AgentResponse:
+def _agent_fields(response: Any, kind: str, source: str | None) -> dict[str, Any]:
+    """The response-level fields of an agent_framework agent response or update, checked."""
+    return {
+        "finish_reason": _finish_reason(response.finish_reason),
+        "continuation_token": _mapping(
+            response.continuation_token, f"{kind}.continuation_token", source
+        ),
+        "created_at": response.created_at,
+        "additional_properties": _mapping(
+            response.additional_properties, f"{kind}.additional_properties", source
+        )
+        or {},
+    }
+
+
+def to_loopsim_agent_response(
+    response: af.AgentResponse[Any], *, source: str | None = None
+) -> AgentResponse:
     value = response.value
     return AgentResponse(
         to_loopsim_messages(response.messages),
@@ -448,11 +475,15 @@ def to_loopsim_agent_response(response: af.AgentResponse[Any]) -> AgentResponse:
         agent_id=response.agent_id,
         usage=to_loopsim_usage(response.usage_details),
         value=value,
-        additional_properties=dict(response.additional_properties or {}),
+        **_agent_fields(response, "AgentResponse", source),
     )
 
 
-def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpdate:
+def to_loopsim_agent_update(
+    update: af.AgentResponseUpdate, *, source: str | None = None
+) -> AgentResponseUpdate:
+    _check_merge_mode(update, "AgentResponseUpdate", source)
+    fields = _agent_fields(update, "AgentResponseUpdate", source)
     return AgentResponseUpdate(
         str(update.role or "assistant"),
         [to_loopsim_content(c) for c in update.contents],
@@ -460,6 +491,7 @@ def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpda
         message_id=update.message_id,
         response_id=update.response_id,
         agent_id=update.agent_id,
+        **{k: v for k, v in fields.items() if v},
     )
 
 
