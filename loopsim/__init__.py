@@ -55,6 +55,7 @@ if _typing.TYPE_CHECKING:
     from ._background import BackgroundTaskStatus as BackgroundTaskStatus
     from ._background import background_tasks_running as background_tasks_running
     from ._background import background_tasks_running_message as background_tasks_running_message
+    from ._clients import BackgroundResponseChatClient as BackgroundResponseChatClient
     from ._clients import BaseChatClient as BaseChatClient
     from ._clients import ChatClient as ChatClient
     from ._clients import ContentFilterError as ContentFilterError
@@ -172,6 +173,7 @@ _LAZY: dict[str, str] = {
     "AgentRunContext": "._agents",
     "AgentSession": "._agents",
     "BackgroundAgentsProvider": "._background",
+    "BackgroundResponseChatClient": "._clients",
     "BackgroundTaskCompletionLoopEvaluator": "._background",
     "BackgroundTaskCompletionLoopEvaluatorOptions": "._background",
     "BackgroundTaskInfo": "._background",
@@ -324,6 +326,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "AgentRunContext",
     "AgentSession",
     "BackgroundAgentsProvider",
+    "BackgroundResponseChatClient",
     "BackgroundTaskCompletionLoopEvaluator",
     "BackgroundTaskCompletionLoopEvaluatorOptions",
     "BackgroundTaskInfo",

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from .. import _trace
 from .._clients import ChatClient
 from .._messages import (
+    AGENT_RESPONSE_FIELDS,
     AgentResponse,
     AgentResponseUpdate,
     ChatOptions,
@@ -591,7 +592,7 @@ def _named(update: AgentResponseUpdate, author: str | None) -> AgentResponseUpda
 def _update_from_chat(
     update: ChatResponseUpdate, agent_id: str, author: str | None
 ) -> AgentResponseUpdate:
-    return build_agent_update(
+    built = build_agent_update(
         update.role,
         update.contents,
         author_name=update.author_name or author,
@@ -599,6 +600,12 @@ def _update_from_chat(
         response_id=update.response_id,
         agent_id=agent_id,
     )
+    # upstream's agent updates carry the answer's finish reason, token... too
+    fields = {name: getattr(update, name) for name in AGENT_RESPONSE_FIELDS}
+    if any(fields.values()):
+        fields["additional_properties"] = dict(fields["additional_properties"])
+        return built.model_copy(update=fields)
+    return built
 
 
 def _tool_of(value: Any) -> Any:

@@ -42,6 +42,7 @@ class RunState:
 
     __slots__ = (
         "agent",
+        "answer",
         "approval_ids",
         "chat_options",
         "client",
@@ -78,6 +79,8 @@ class RunState:
         self.produced: list[Message] = []
         self.usage: Usage | None = None
         self.response_id: str | None = None
+        #: the last model answer (its finish reason, continuation token... are the run's)
+        self.answer: ChatResponse | None = None
         self.errors_in_a_row = 0
         self.error_limit_reached = False
         self.approval_ids: dict[str, str] = {}
@@ -278,6 +281,7 @@ class RunState:
         if usage is not None:
             self.usage = usage if self.usage is None else self.usage + usage
         self.response_id = chat_response.response_id or self.response_id
+        self.answer = chat_response
         if self.service:  # the service has its own answer: it is never sent back
             self.served += len(chat_response.messages)
         conversation_id = chat_response.conversation_id
@@ -369,6 +373,7 @@ class RunState:
             response_id=self.response_id or _trace.next_id("resp"),
             agent_id=agent.id,
             usage=self.usage,
+            answer=self.answer,
         )
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read

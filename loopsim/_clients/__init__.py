@@ -1,5 +1,6 @@
 """Chat clients: the protocol, the fakes that answer it, recording and replay."""
 
+from ._background import BackgroundResponseChatClient as BackgroundResponseChatClient
 from ._faults import ContentFilterError as ContentFilterError
 from ._faults import Fault as Fault
 from ._faults import ModelError as ModelError
@@ -25,6 +26,7 @@ from ._subclass import BaseChatClient as BaseChatClient
 from ._subclass import FunctionInvocationLayer as FunctionInvocationLayer
 
 __all__ = [
+    "BackgroundResponseChatClient",
     "BaseChatClient",
     "ChatClient",
     "ContentFilterError",

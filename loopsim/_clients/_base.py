@@ -8,6 +8,7 @@ from contextvars import ContextVar
 
 from .. import _trace
 from .._messages import (
+    RESPONSE_FIELDS,
     ChatOptions,
     ChatRequest,
     ChatResponse,
@@ -36,8 +37,10 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
     Text is cut into word-sized chunks (whitespace kept, so merging restores it exactly);
     every other content is one update; usage comes last as a ``UsageContent`` update.
     Every update carries its message's id and the response id (and the response's
-    ``conversation_id`` and ``finish_reason`` when it has them), so
-    ``ChatResponse.from_updates`` gives back the same messages and fields.
+    ``conversation_id``, ``finish_reason``, ``continuation_token``, ``model``,
+    ``created_at`` and ``additional_properties`` when it has them; a response with no
+    contents but an id or such fields is one empty update), so ``ChatResponse.from_updates``
+    gives back the same messages and fields.
     """
     updates: list[ChatResponseUpdate] = []
     response_id = response.response_id
@@ -67,11 +70,25 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
                 response_id=response_id,
             )
         )
-    conversation_id, finish_reason = response.conversation_id, response.finish_reason
-    if conversation_id is not None or finish_reason is not None:
-        # upstream's streams carry them on their updates; merging keeps the last
-        fields = {"conversation_id": conversation_id, "finish_reason": finish_reason}
-        updates = [u.model_copy(update=fields) for u in updates]
+    fields = {name: getattr(response, name) for name in RESPONSE_FIELDS}
+    if any(fields.values()):
+        # upstream's streams carry them on their updates; merging keeps the last (and
+        # merges additional_properties, so each update gets its own copy)
+        properties = fields.pop("additional_properties")
+        updates = [
+            u.model_copy(update={**fields, "additional_properties": dict(properties)})
+            for u in updates
+        ] or [
+            ChatResponseUpdate(
+                "assistant",
+                [],
+                response_id=response_id,
+                **fields,
+                additional_properties=dict(properties),
+            )
+        ]
+    elif not updates and response_id is not None:
+        updates = [build_chat_update("assistant", (), response_id=response_id)]
     return updates
 
 

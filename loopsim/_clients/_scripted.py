@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -27,6 +29,16 @@ __all__ = ["ScriptItem", "ScriptedChatClient", "Turn", "split_into_updates"]
 Reply = str | Message | ChatResponse | BaseException | Fault
 
 
+#: The response fields a :class:`Turn` may set on its reply, in keyword order.
+TURN_RESPONSE_FIELDS = (
+    "response_id",
+    "conversation_id",
+    "finish_reason",
+    "continuation_token",
+    "additional_properties",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One script entry with options: ``Turn("done", delay=30.0, usage=Usage(...))``.
@@ -36,13 +48,47 @@ class Turn:
             or a :class:`~loopsim.Fault` (a model-call fault on that turn).
         delay: virtual seconds the model "thinks" before answering (>= 0).
         usage: usage to report with the reply (replaces the ChatResponse's own).
+        response_id: the reply's response id (instead of a drawn ``resp-…`` one).
+        conversation_id: the service-side conversation the reply names (the session
+            becomes service-backed, as with a real service's answer).
+        finish_reason: why the model stopped (``"stop"``, ``"length"``...).
+        continuation_token: a JSON object: the reply is a background response still in
+            progress, to be polled with this token.
+        additional_properties: JSON-safe extras of the reply (string keys).
+
+    The response fields set the reply's own (a ChatResponse item's are replaced); they
+    need a reply, so an exception or fault item with one is a ``ValueError``.
+
+    Example:
+        >>> import loopsim
+        >>> turn = loopsim.Turn("done", finish_reason="length", conversation_id="conv-9")
+        >>> client = loopsim.ScriptedChatClient([turn])
+        >>> answer = loopsim.simulate(client.get_response, [loopsim.Message.user("hi")])
+        >>> answer.finish_reason, answer.conversation_id
+        ('length', 'conv-9')
     """
 
     item: Reply
     delay: float = 0.0
     usage: Usage | None = None
+    response_id: str | None = None
+    conversation_id: str | None = None
+    finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    additional_properties: dict[str, Any] | None = None
 
-    def __init__(self, item: Reply, *, delay: float = 0.0, usage: Usage | None = None) -> None:
+    def __init__(
+        self,
+        item: Reply,
+        *,
+        delay: float = 0.0,
+        usage: Usage | None = None,
+        response_id: str | None = None,
+        conversation_id: str | None = None,
+        finish_reason: str | None = None,
+        continuation_token: Mapping[str, Any] | None = None,
+        additional_properties: Mapping[str, Any] | None = None,
+    ) -> None:
         _check_item(item, "item")
         if isinstance(delay, bool) or not isinstance(delay, (int, float)):
             msg = f"delay must be a number of seconds, got {type(delay).__name__}"
@@ -50,9 +96,76 @@ class Turn:
         if not math.isfinite(delay) or delay < 0:
             msg = f"delay must be a finite number >= 0, got {delay!r}"
             raise ValueError(msg)
+        if usage is not None and not isinstance(usage, Usage):
+            msg = f"usage must be a loopsim Usage, got {type(usage).__name__}"
+            raise TypeError(msg)
+        for name, text in (
+            ("response_id", response_id),
+            ("conversation_id", conversation_id),
+            ("finish_reason", finish_reason),
+        ):
+            _check_text(name, text)
+        token = _json_object("continuation_token", continuation_token)
+        extras = _json_object("additional_properties", additional_properties)
+        given = [
+            name
+            for name, value in zip(
+                TURN_RESPONSE_FIELDS,
+                (response_id, conversation_id, finish_reason, token, extras),
+                strict=True,
+            )
+            if value is not None
+        ]
+        if given and isinstance(item, (BaseException, Fault)):
+            msg = (
+                f"{given[0]} needs a reply to set, but this turn's item is "
+                f"{'a fault' if isinstance(item, Fault) else 'an exception'}"
+            )
+            raise ValueError(msg)
         object.__setattr__(self, "item", item)
         object.__setattr__(self, "delay", float(delay))
         object.__setattr__(self, "usage", usage)
+        object.__setattr__(self, "response_id", response_id)
+        object.__setattr__(self, "conversation_id", conversation_id)
+        object.__setattr__(self, "finish_reason", finish_reason)
+        object.__setattr__(self, "continuation_token", token)
+        object.__setattr__(self, "additional_properties", extras)
+
+    @property
+    def response_fields(self) -> dict[str, Any]:
+        """The response fields this turn sets (only the ones given)."""
+        values = {name: getattr(self, name) for name in TURN_RESPONSE_FIELDS}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def _check_text(name: str, value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        msg = f"{name} must be a str, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not value:
+        msg = f"{name} must not be empty (leave it out for none)"
+        raise ValueError(msg)
+
+
+def _json_object(name: str, value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``value`` as a JSON object (a dict with string keys and JSON values), copied."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        msg = f"{name} must be a mapping (a JSON object), got {type(value).__name__}"
+        raise TypeError(msg)
+    for key in value:
+        if not isinstance(key, str):
+            msg = f"{name} keys must be strings, got {key!r}"
+            raise TypeError(msg)
+    try:
+        # a round trip through JSON: no NaN (never equal to its own replay), no objects
+        return dict(json.loads(json.dumps(dict(value), allow_nan=False)))
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must be JSON data: {exc}"
+        raise ValueError(msg) from None
 
 
 ScriptItem = Reply | Turn
@@ -80,7 +193,12 @@ def _check_item(item: object, where: str) -> None:
             raise ValueError(msg)
 
 
-def _as_response(item: Reply, usage: Usage | None) -> ChatResponse:
+def _as_response(item: Reply, usage: Usage | None, fields: dict[str, Any]) -> ChatResponse:
+    response = _plain_response(item, usage)
+    return response.model_copy(update=fields) if fields else response
+
+
+def _plain_response(item: Reply, usage: Usage | None) -> ChatResponse:
     # Ids are drawn here in the order _stamp_ids would draw them (message, then response),
     # which saves copying the response to stamp it.
     if isinstance(item, str):
@@ -149,14 +267,15 @@ class ScriptedChatClient(FakeChatClient):
             )
         entry = self._script[self._next]
         self._next += 1
+        fields: dict[str, Any] = {}
         if isinstance(entry, Turn):
             if entry.delay > 0:
                 await anyio.sleep(entry.delay)
-            item, usage = entry.item, entry.usage
+            item, usage, fields = entry.item, entry.usage, entry.response_fields
         else:  # a bare item: no delay, no usage (items were checked when the script was made)
             item, usage = entry, None
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, Fault):
             return await model_fault(item, model=self.name)
-        return _as_response(item, usage)
+        return _as_response(item, usage, fields)

@@ -40,14 +40,19 @@ from ._message import MessagesInput as MessagesInput
 from ._message import normalize_messages as normalize_messages
 from ._message import text_content as text_content
 from ._message import text_message as text_message
+from ._updates import AGENT_RESPONSE_FIELDS as AGENT_RESPONSE_FIELDS
+from ._updates import RESPONSE_FIELDS as RESPONSE_FIELDS
 from ._updates import AgentResponseUpdate as AgentResponseUpdate
 from ._updates import ChatResponseUpdate as ChatResponseUpdate
 from ._updates import build_agent_update as build_agent_update
 from ._updates import build_chat_update as build_chat_update
+from ._updates import merge_response_fields as merge_response_fields
 from ._updates import message_update as message_update
 
 __all__ = [
+    "AGENT_RESPONSE_FIELDS",
     "MESSAGES_ADAPTER",
+    "RESPONSE_FIELDS",
     "AgentResponse",
     "AgentResponseUpdate",
     "ChatOptions",
@@ -75,6 +80,7 @@ __all__ = [
     "build_chat_response",
     "build_chat_update",
     "hosted_call",
+    "merge_response_fields",
     "message_update",
     "normalize_messages",
     "text_content",

@@ -45,10 +45,20 @@ from ._message import (
     text_message,
 )
 from ._structured import PRIVATE_DEFAULTS, StructuredValue
-from ._updates import AgentResponseUpdate, ChatResponseUpdate, merge_updates
+from ._updates import (
+    AGENT_RESPONSE_FIELDS,
+    AgentResponseUpdate,
+    ChatResponseUpdate,
+    merge_response_fields,
+    merge_updates,
+)
 
 #: The structured-output model of a ``ChatOptions`` (any model when not given).
 ResponseModelT = DefaultTypeVar("ResponseModelT", bound=BaseModel, default=BaseModel)
+
+
+#: An agent response's fields taken from the model's last answer (besides its messages).
+_ANSWER_FIELDS = ("finish_reason", "continuation_token", "created_at")
 
 
 def build_agent_response(
@@ -57,14 +67,33 @@ def build_agent_response(
     response_id: str | None = None,
     agent_id: str | None = None,
     usage: Usage | None = None,
+    answer: ChatResponse | None = None,
 ) -> AgentResponse:
-    """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``."""
+    """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``; ``answer``: the
+    last model answer, whose finish reason, continuation token, creation time and
+    additional properties the response takes (as upstream's agent response does)."""
+    # in the model's field order (the fast builder's __dict__ is the validated one)
+    fields: dict[str, Any] = {
+        "additional_properties": {},
+        "finish_reason": None,
+        "continuation_token": None,
+        "created_at": None,
+    }
+    if answer is not None:
+        fields = {
+            "additional_properties": dict(answer.additional_properties),
+            "finish_reason": answer.finish_reason,
+            "continuation_token": answer.continuation_token,
+            "created_at": answer.created_at,
+        }
     if (
         _optional_str(response_id)
         and _optional_str(agent_id)
         and (usage is None or isinstance(usage, Usage))
         and _all_messages(messages)
     ):
+        # as the constructor: the answer's fields join fields_set only when given
+        given = {name for name in _ANSWER_FIELDS if fields[name] is not None}
         return _built(
             AgentResponse,
             {
@@ -72,11 +101,14 @@ def build_agent_response(
                 "response_id": response_id,
                 "agent_id": agent_id,
                 "usage": usage,
-                "additional_properties": {},
+                **fields,
             },
+            {"messages", "response_id", "agent_id", "usage", "additional_properties", *given},
             private=dict(PRIVATE_DEFAULTS),
         )
-    return AgentResponse(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+    return AgentResponse(
+        messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields
+    )
 
 
 def build_chat_response(
@@ -99,6 +131,10 @@ def build_chat_response(
                 "usage": usage,
                 "conversation_id": None,
                 "finish_reason": None,
+                "continuation_token": None,
+                "model": None,
+                "created_at": None,
+                "additional_properties": {},
             },
             {"messages", "response_id", "usage"},
             private=dict(PRIVATE_DEFAULTS),
@@ -112,6 +148,9 @@ class AgentResponse(StructuredValue, BaseModel):
     ``usage_details`` is upstream's name for ``usage``. ``value`` is the structured
     output, parsed from the last answer on first access when the run asked for a
     ``response_format`` (as upstream: a reply that does not parse raises then).
+    ``finish_reason``, ``continuation_token`` (a background response still in progress:
+    run again with ``options={"continuation_token": token}``), ``created_at`` and
+    ``additional_properties`` are the last model answer's, as upstream's.
     """
 
     model_config = MODEL_CONFIG
@@ -121,6 +160,9 @@ class AgentResponse(StructuredValue, BaseModel):
     agent_id: str | None = None
     usage: Usage | None = None
     additional_properties: dict[str, Any] = Field(default_factory=dict)
+    finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    created_at: str | None = None
     _value: Any = PrivateAttr(default=None)
     _value_parsed: bool = PrivateAttr(default=False)
     _response_format: Any = PrivateAttr(default=None)
@@ -136,9 +178,18 @@ class AgentResponse(StructuredValue, BaseModel):
         response_format: Any = None,
         additional_properties: dict[str, Any] | None = None,
         usage_details: Usage | None = None,
+        finish_reason: str | None = None,
+        continuation_token: Mapping[str, Any] | None = None,
+        created_at: str | None = None,
         **extra: Any,
     ) -> None:
         msgs = [messages] if isinstance(messages, Message) else list(messages or ())
+        given = {
+            "finish_reason": finish_reason,
+            "continuation_token": continuation_token,
+            "created_at": created_at,
+        }
+        extra.update({name: value for name, value in given.items() if value is not None})
         super().__init__(
             messages=msgs,
             response_id=response_id,
@@ -169,19 +220,25 @@ class AgentResponse(StructuredValue, BaseModel):
         one message; text pieces are concatenated. ``UsageContent`` is summed into
         ``usage`` and not kept as content. The last non-empty response/agent id wins.
         """
-        messages, response_id, agent_id, usage = merge_updates(updates, with_agent_id=True)
-        if cls is AgentResponse:
+        listed = list(updates)
+        messages, response_id, agent_id, usage = merge_updates(listed, with_agent_id=True)
+        merged = merge_response_fields(listed)
+        fields = {k: merged[k] for k in AGENT_RESPONSE_FIELDS if k in merged}
+        if cls is AgentResponse and not fields:
             return build_agent_response(
                 messages, response_id=response_id, agent_id=agent_id, usage=usage
             )
-        return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage)
+        return cls(messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields)
 
 
 class ChatResponse(StructuredValue, BaseModel):
     """What a chat client returns for one request.
 
-    Upstream's fields are here too: ``conversation_id``, ``finish_reason``, and
-    ``response_format`` (then ``value`` parses the last answer on first access).
+    Upstream's fields are here too: ``conversation_id`` (the service-side conversation),
+    ``finish_reason``, ``continuation_token`` (a background response still in progress:
+    poll with it; None once it is done), ``model``, ``created_at``,
+    ``additional_properties`` (JSON-safe extras) and ``response_format`` (then ``value``
+    parses the last answer on first access).
     """
 
     model_config = MODEL_CONFIG
@@ -191,6 +248,10 @@ class ChatResponse(StructuredValue, BaseModel):
     usage: Usage | None = None
     conversation_id: str | None = None
     finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
     _value: Any = PrivateAttr(default=None)
     _value_parsed: bool = PrivateAttr(default=False)
     _response_format: Any = PrivateAttr(default=None)
@@ -203,6 +264,10 @@ class ChatResponse(StructuredValue, BaseModel):
         usage: Usage | None = None,
         conversation_id: str | None = None,
         finish_reason: str | None = None,
+        continuation_token: Mapping[str, Any] | None = None,
+        model: str | None = None,
+        created_at: str | None = None,
+        additional_properties: Mapping[str, Any] | None = None,
         response_format: Any = None,
         value: Any = None,
         usage_details: Usage | None = None,
@@ -214,11 +279,16 @@ class ChatResponse(StructuredValue, BaseModel):
             msgs = [messages]
         else:
             msgs = list(messages or ())
-        # upstream's two fields join fields_set only when given (as the fast builder's)
-        if conversation_id is not None:
-            extra["conversation_id"] = conversation_id
-        if finish_reason is not None:
-            extra["finish_reason"] = finish_reason
+        # upstream's fields join fields_set only when given (as the fast builder's)
+        given = {
+            "conversation_id": conversation_id,
+            "finish_reason": finish_reason,
+            "continuation_token": continuation_token,
+            "model": model,
+            "created_at": created_at,
+            "additional_properties": additional_properties,
+        }
+        extra.update({name: value for name, value in given.items() if value is not None})
         super().__init__(
             messages=msgs,
             response_id=response_id,
@@ -243,8 +313,10 @@ class ChatResponse(StructuredValue, BaseModel):
     def from_updates(cls, updates: Iterable[ChatResponseUpdate]) -> ChatResponse:
         """Merge streaming chat updates into one response (see AgentResponse.from_updates).
 
-        The last ``conversation_id`` and ``finish_reason`` an update carries are the
-        response's, as upstream merges them.
+        As upstream merges them: the last ``conversation_id``, ``finish_reason``,
+        ``model`` and ``created_at`` an update carries are the response's; the last
+        update's ``continuation_token`` is (None there: the response is done); the
+        updates' ``additional_properties`` are merged one level deep, a later key winning.
         """
         listed = list(updates)
         messages, response_id, _, usage = merge_updates(
@@ -262,19 +334,10 @@ class ChatResponse(StructuredValue, BaseModel):
             ),
             with_agent_id=False,
         )
-        conversation_id = finish_reason = None
-        for update in listed:
-            conversation_id = getattr(update, "conversation_id", None) or conversation_id
-            finish_reason = getattr(update, "finish_reason", None) or finish_reason
-        if cls is ChatResponse and conversation_id is None and finish_reason is None:
+        fields = merge_response_fields(listed)
+        if cls is ChatResponse and not fields:
             return build_chat_response(messages, response_id=response_id, usage=usage)
-        return cls(
-            messages,
-            response_id=response_id,
-            usage=usage,
-            conversation_id=conversation_id,
-            finish_reason=finish_reason,
-        )
+        return cls(messages, response_id=response_id, usage=usage, **fields)
 
 
 @dataclass(slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,10 +28,13 @@ from ._message import (
 )
 
 __all__ = [
+    "AGENT_RESPONSE_FIELDS",
+    "RESPONSE_FIELDS",
     "AgentResponseUpdate",
     "ChatResponseUpdate",
     "build_agent_update",
     "build_chat_update",
+    "merge_response_fields",
     "merge_updates",
     "message_update",
 ]
@@ -52,7 +55,8 @@ def _build_update(
         values = {"role": role, "contents": list(contents), **ids}
         if unset is None:
             return _built(cls, values)
-        return _built(cls, {**values, **unset}, set(values))
+        # a fresh dict per update for additional_properties (never one shared default)
+        return _built(cls, {**values, **unset, "additional_properties": {}}, set(values))
     return cls(role, contents, **ids)
 
 
@@ -72,7 +76,7 @@ def build_agent_update(
         "response_id": response_id,
         "agent_id": agent_id,
     }
-    return _build_update(AgentResponseUpdate, role, contents, ids)
+    return _build_update(AgentResponseUpdate, role, contents, ids, _AGENT_UPDATE_UNSET)
 
 
 def message_update(
@@ -102,8 +106,73 @@ def build_chat_update(
     return _build_update(ChatResponseUpdate, role, contents, ids, _CHAT_UPDATE_UNSET)
 
 
-#: The fields of a chat update its fast builder leaves at their default.
-_CHAT_UPDATE_UNSET: dict[str, None] = {"conversation_id": None, "finish_reason": None}
+#: The fields of a chat update its fast builder leaves at their default (and
+#: ``additional_properties``, a fresh empty dict).
+_CHAT_UPDATE_UNSET: dict[str, None] = {
+    "conversation_id": None,
+    "finish_reason": None,
+    "continuation_token": None,
+    "model": None,
+    "created_at": None,
+}
+
+#: The fields of an agent update its fast builder leaves at their default (and
+#: ``additional_properties``, a fresh empty dict).
+_AGENT_UPDATE_UNSET: dict[str, None] = {
+    "finish_reason": None,
+    "continuation_token": None,
+    "created_at": None,
+}
+#: The response-level fields an agent update carries (upstream's, from the model's answer).
+AGENT_RESPONSE_FIELDS = (
+    "finish_reason",
+    "continuation_token",
+    "created_at",
+    "additional_properties",
+)
+
+#: The response-level fields a chat update carries (``merge_response_fields`` merges them).
+RESPONSE_FIELDS = (
+    "conversation_id",
+    "finish_reason",
+    "continuation_token",
+    "model",
+    "created_at",
+    "additional_properties",
+)
+
+
+def merge_response_fields(updates: Sequence[Any]) -> dict[str, Any]:
+    """The response-level fields of a stream, merged as upstream merges them; only the
+    ones that are set (not None, not empty).
+
+    The last ``conversation_id``, ``finish_reason``, ``model`` and ``created_at`` given
+    win; ``continuation_token`` is the last update's (None there means done);
+    ``additional_properties`` are merged one level deep, a later key winning (two
+    mappings under one key are merged). Objects without one of
+    these attributes (agent updates) count as not giving it.
+    """
+    merged: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    token: Any = None
+    for update in updates:
+        for name in ("conversation_id", "finish_reason", "model", "created_at"):
+            value = getattr(update, name, None)
+            if value is not None:
+                merged[name] = value
+        token = getattr(update, "continuation_token", None)
+        for key, value in (getattr(update, "additional_properties", None) or {}).items():
+            current = properties.get(key)
+            # one level deep, as upstream: two mappings under one key are merged
+            if isinstance(current, Mapping) and isinstance(value, Mapping):
+                properties[key] = {**current, **value}
+            else:
+                properties[key] = dict(value) if isinstance(value, Mapping) else value
+    if token is not None:
+        merged["continuation_token"] = token
+    if properties:
+        merged["additional_properties"] = properties
+    return merged
 
 
 def merge_updates(
@@ -130,14 +199,20 @@ def merge_updates(
                         kept.append(item)
                 contents = kept
                 break
-        if not contents:
-            continue
+        # As upstream: every update, an empty one too, opens a message or joins the one in
+        # progress (a later update may name its author and id); empty messages are dropped.
         if current is None or not current.accepts(update):
-            if current is not None:
+            if current is not None and current.filled:
                 messages.append(current.build())
             current = _MessageBuilder(update.role, update.author_name, update.message_id)
-        current.add(contents)
-    if current is not None:
+        else:
+            if update.author_name is not None:
+                current.author_name = update.author_name
+            if update.message_id:
+                current.message_id = update.message_id
+        if contents:
+            current.add(contents)
+    if current is not None and current.filled:
         messages.append(current.build())
     return messages, response_id, agent_id, usage
 
@@ -158,11 +233,17 @@ class _MessageBuilder:
     first_text: TextContent | None = None
 
     def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
-        return update.role == self.role and (
-            update.message_id is None
-            or self.message_id is None
-            or update.message_id == self.message_id
+        """Whether ``update`` continues this message: same role, and no other id or author."""
+        message_id, author_name = update.message_id, update.author_name
+        return (
+            update.role == self.role
+            and (not message_id or not self.message_id or message_id == self.message_id)
+            and (not author_name or not self.author_name or author_name == self.author_name)
         )
+
+    @property
+    def filled(self) -> bool:
+        return bool(self.contents) or self.first_text is not None
 
     def add(self, contents: Sequence[Content]) -> None:
         for content in contents:
@@ -224,9 +305,18 @@ class _Update(BaseModel):
 
 
 class AgentResponseUpdate(_Update):
-    """One piece of a streaming agent run (``agent_id`` says which agent sent it)."""
+    """One piece of a streaming agent run (``agent_id`` says which agent sent it).
+
+    ``finish_reason``, ``continuation_token``, ``created_at`` and
+    ``additional_properties`` come from the model's streamed answer, as upstream's;
+    ``AgentResponse.from_updates`` merges them as ``ChatResponse.from_updates`` does.
+    """
 
     agent_id: str | None = None
+    finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(
         self,
@@ -253,12 +343,18 @@ class AgentResponseUpdate(_Update):
 class ChatResponseUpdate(_Update):
     """One piece of a streaming chat response.
 
-    Upstream's ``conversation_id`` (a service-side conversation the stream continues) and
-    ``finish_reason`` are here too; ``ChatResponse.from_updates`` keeps the last of each.
+    Upstream's response-level fields are here too: ``conversation_id`` (a service-side
+    conversation the stream continues), ``finish_reason``, ``continuation_token`` (a
+    background response in progress), ``model``, ``created_at`` and
+    ``additional_properties``; ``ChatResponse.from_updates`` merges them as upstream does.
     """
 
     conversation_id: str | None = None
     finish_reason: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = Field(default_factory=dict)
 
     # Spelled out so the pydantic mypy plugin keeps the positional signature of _Update.
     def __init__(

@@ -99,7 +99,7 @@ def _script(name: str, agent: AgentSpec) -> list[Turn]:
                 item = Message("assistant", [*hosted, *item.contents])
             else:
                 item = Message("assistant", [*hosted, TextContent(text=item)])
-        turns.append(Turn(item, delay=turn.delay, usage=_usage(turn)))
+        turns.append(Turn(item, delay=turn.delay, usage=_usage(turn), **turn.response_fields))
     return turns
 
 

@@ -11,7 +11,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from .. import _trace
 from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._clients._hosted import emit_hosted
-from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
+from .._messages import RESPONSE_FIELDS, ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
     to_af_chat_update,
@@ -274,7 +274,7 @@ class AgentFrameworkChatClient:
         response = await self.af_client.get_response(
             to_af_messages(messages), options=to_af_options(options)
         )
-        return to_loopsim_chat_response(response)
+        return to_loopsim_chat_response(response, source=self.name)
 
     async def get_streaming_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
@@ -283,23 +283,29 @@ class AgentFrameworkChatClient:
         stream = self.af_client.get_response(
             to_af_messages(messages), stream=True, options=to_af_options(options)
         )
-        async for update in loopsim_updates(stream):
+        async for update in loopsim_updates(stream, source=self.name):
             yield update
 
 
-async def loopsim_updates(stream: AsyncIterable[Any]) -> AsyncIterator[ChatResponseUpdate]:
-    """An agent_framework stream of updates as loopsim updates.
+async def loopsim_updates(
+    stream: AsyncIterable[Any], *, source: str | None = None
+) -> AsyncIterator[ChatResponseUpdate]:
+    """An agent_framework stream of updates as loopsim updates (``source`` names the
+    client in a :class:`ConversionError`).
 
     A vendor streams one tool call in several chunks (its id first, then pieces of its
     arguments): they are held back and merged as agent_framework merges them, then passed
-    on once, whole. Everything else goes on as it comes.
+    on once, whole, in a last update (with the stream's last ``continuation_token``, as
+    the last update decides it). Everything else goes on as it comes, an update of only
+    call chunks as an empty update when it carries response-level fields.
     """
     received: list[Any] = []
     async for update in stream:
         received.append(update)
         rest = [c for c in update.contents if c.type != "function_call"]
-        if rest or not update.contents:
-            yield to_loopsim_chat_update(_with_contents(update, rest))
+        converted = to_loopsim_chat_update(_with_contents(update, rest), source=source)
+        if rest or not update.contents or _has_response_fields(converted):
+            yield converted
     calls = [
         content
         for message in af.ChatResponse.from_updates(received).messages
@@ -307,7 +313,17 @@ async def loopsim_updates(stream: AsyncIterable[Any]) -> AsyncIterator[ChatRespo
         if content.type == "function_call"
     ]
     if calls:
-        yield to_loopsim_chat_update(af.ChatResponseUpdate(role="assistant", contents=calls))
+        last = received[-1]
+        yield to_loopsim_chat_update(
+            af.ChatResponseUpdate(
+                role="assistant", contents=calls, continuation_token=last.continuation_token
+            ),
+            source=source,
+        )
+
+
+def _has_response_fields(update: ChatResponseUpdate) -> bool:
+    return any(getattr(update, name) for name in RESPONSE_FIELDS)
 
 
 def _with_contents(update: Any, contents: list[Any]) -> Any:
@@ -319,8 +335,13 @@ def _with_contents(update: Any, contents: list[Any]) -> Any:
         author_name=update.author_name,
         response_id=update.response_id,
         message_id=update.message_id,
+        merge_mode=getattr(update, "merge_mode", None),
         finish_reason=update.finish_reason,
         conversation_id=update.conversation_id,
+        model=update.model,
+        created_at=update.created_at,
+        continuation_token=update.continuation_token,
+        additional_properties=update.additional_properties,
     )
 
 

@@ -8,6 +8,15 @@ content's ``additional_properties`` under :data:`RESULT_KEY`, so it comes back i
 Two documented normalizations: ``Usage(additional_counts={})`` comes back with
 ``additional_counts=None`` (agent_framework's usage is one flat dict), and an
 agent_framework content kind loopsim has no model for is a :class:`ConversionError`.
+
+Responses and updates carry every response-level field both ways: ``response_id``,
+``conversation_id``, ``finish_reason``, ``continuation_token``, ``model``,
+``created_at``, ``additional_properties`` (and usage, structured-output format and a
+value already parsed). What loopsim cannot carry is a :class:`ConversionError` naming the
+field and where it came from: an update's ``merge_mode="replace"`` (loopsim's merge only
+appends), a ``continuation_token`` or ``additional_properties`` that is not a mapping
+with string keys. ``raw_representation`` (the vendor SDK's own wire object, not data) is
+not carried: a response made by loopsim has none, as agent_framework's own test doubles.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import agent_framework as af
 from pydantic import BaseModel
@@ -93,7 +102,21 @@ _USAGE_FIELDS = {af_name: name for name, af_name in _USAGE_NAMES.items()}
 
 
 class ConversionError(LoopsimError, ValueError):
-    """A value that has no counterpart on the other side (an unknown content kind...)."""
+    """A value that has no counterpart on the other side (an unknown content kind...).
+
+    Attributes:
+        field: the field that cannot be carried (``"ChatResponseUpdate.merge_mode"``...),
+            None when the error is about a content's value.
+        source: where the value came from (the agent_framework client's name...), None
+            when the converter was called directly.
+    """
+
+    def __init__(
+        self, message: str, *, field: str | None = None, source: str | None = None
+    ) -> None:
+        self.field = field
+        self.source = source
+        super().__init__(f"{message} (from {source})" if source else message)
 
 
 # -- usage ----------------------------------------------------------------------------------
@@ -301,28 +324,83 @@ def to_loopsim_messages(messages: Sequence[af.Message]) -> list[Message]:
 # -- responses and updates ------------------------------------------------------------------
 
 
+def _af_response_fields(response: ChatResponse | ChatResponseUpdate) -> dict[str, Any]:
+    return {
+        "response_id": response.response_id,
+        "conversation_id": response.conversation_id,
+        "finish_reason": response.finish_reason,
+        "model": response.model,
+        "created_at": response.created_at,
+        "continuation_token": (
+            None if response.continuation_token is None else dict(response.continuation_token)
+        ),
+        "additional_properties": dict(response.additional_properties),
+    }
+
+
 def to_af_chat_response(
     response: ChatResponse, *, response_format: Any = None
 ) -> af.ChatResponse[Any]:
-    """A loopsim chat response as agent_framework's (``response_format`` parses ``.value``)."""
+    """A loopsim chat response as agent_framework's (``response_format`` parses ``.value``;
+    the response's own format when not given)."""
+    if response_format is None:
+        response_format = response.response_format
+    # a value given or already parsed goes along; otherwise agent_framework parses it
+    parsed = response._value_parsed  # reading .value would parse it now
     return af.ChatResponse(
         messages=to_af_messages(response.messages),
-        response_id=response.response_id,
-        conversation_id=response.conversation_id,
-        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         response_format=response_format,
+        value=response.value if parsed else None,
+        **_af_response_fields(response),
     )
 
 
-def to_loopsim_chat_response(response: af.ChatResponse[Any]) -> ChatResponse:
-    return ChatResponse(
+def _mapping(value: Any, field: str, source: str | None) -> dict[str, Any] | None:
+    """``value`` (None or a mapping with string keys) as a plain dict."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        msg = (
+            f"agent_framework {field} must be a mapping with string keys to reach "
+            f"loopsim, got {type(value).__name__}"
+        )
+        raise ConversionError(msg, field=field, source=source)
+    return dict(value)
+
+
+def _loopsim_response_fields(response: Any, kind: str, source: str | None) -> dict[str, Any]:
+    """The response-level fields of an agent_framework response or update, checked."""
+    return {
+        "response_id": response.response_id,
+        "conversation_id": response.conversation_id,
+        "finish_reason": _finish_reason(response.finish_reason),
+        "model": response.model,
+        "created_at": response.created_at,
+        "continuation_token": _mapping(
+            response.continuation_token, f"{kind}.continuation_token", source
+        ),
+        "additional_properties": _mapping(
+            response.additional_properties, f"{kind}.additional_properties", source
+        ),
+    }
+
+
+def to_loopsim_chat_response(
+    response: af.ChatResponse[Any], *, source: str | None = None
+) -> ChatResponse:
+    """An agent_framework chat response as loopsim's (``source`` names it in errors)."""
+    response_format = getattr(response, "_response_format", None)
+    converted = ChatResponse(
         to_loopsim_messages(response.messages),
-        response_id=response.response_id,
         usage=to_loopsim_usage(response.usage_details),
-        conversation_id=response.conversation_id,
-        finish_reason=_finish_reason(response.finish_reason),
+        response_format=response_format,
+        **_loopsim_response_fields(response, "ChatResponse", source),
     )
+    # a value the client parsed (or set) goes along; an unparsed one is parsed on access
+    if getattr(response, "_value_parsed", False):
+        converted.value = response.value
+    return converted
 
 
 def _finish_reason(value: Any) -> str | None:
@@ -334,22 +412,38 @@ def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
         contents=[to_af_content(c) for c in update.contents],
         role=update.role,  # type: ignore[arg-type] # loopsim roles are free strings
         author_name=update.author_name,
-        response_id=update.response_id,
         message_id=update.message_id,
-        conversation_id=update.conversation_id,
-        finish_reason=update.finish_reason,  # type: ignore[arg-type] # a free string here
+        **_af_response_fields(update),
     )
 
 
-def to_loopsim_chat_update(update: af.ChatResponseUpdate) -> ChatResponseUpdate:
+def _check_merge_mode(update: Any, kind: str, source: str | None) -> None:
+    merge_mode = getattr(update, "merge_mode", None)
+    if merge_mode not in (None, "append"):
+        msg = (
+            f"agent_framework {kind}.merge_mode={merge_mode!r} cannot be "
+            "carried: a loopsim stream only appends to the message in progress"
+        )
+        raise ConversionError(msg, field=f"{kind}.merge_mode", source=source)
+
+
+def to_loopsim_chat_update(
+    update: af.ChatResponseUpdate, *, source: str | None = None
+) -> ChatResponseUpdate:
+    """An agent_framework update as loopsim's (``source`` names it in errors)."""
+    _check_merge_mode(update, "ChatResponseUpdate", source)
     return ChatResponseUpdate(
         str(update.role or "assistant"),
         [to_loopsim_content(c) for c in update.contents],
         author_name=update.author_name,
         message_id=update.message_id,
-        response_id=update.response_id,
-        conversation_id=update.conversation_id,
-        finish_reason=_finish_reason(update.finish_reason),
+        **{
+            name: value
+            for name, value in _loopsim_response_fields(
+                update, "ChatResponseUpdate", source
+            ).items()
+            if value is not None
+        },
     )
 
 
@@ -361,10 +455,33 @@ def to_af_agent_response(response: AgentResponse) -> af.AgentResponse[Any]:
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         value=response.value,
         additional_properties=dict(response.additional_properties),
+        finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string here
+        continuation_token=cast(
+            "af.ContinuationToken | None",
+            None if response.continuation_token is None else dict(response.continuation_token),
+        ),
+        created_at=response.created_at,
     )
 
 
-def to_loopsim_agent_response(response: af.AgentResponse[Any]) -> AgentResponse:
+def _agent_fields(response: Any, kind: str, source: str | None) -> dict[str, Any]:
+    """The response-level fields of an agent_framework agent response or update, checked."""
+    return {
+        "finish_reason": _finish_reason(response.finish_reason),
+        "continuation_token": _mapping(
+            response.continuation_token, f"{kind}.continuation_token", source
+        ),
+        "created_at": response.created_at,
+        "additional_properties": _mapping(
+            response.additional_properties, f"{kind}.additional_properties", source
+        )
+        or {},
+    }
+
+
+def to_loopsim_agent_response(
+    response: af.AgentResponse[Any], *, source: str | None = None
+) -> AgentResponse:
     value = response.value
     return AgentResponse(
         to_loopsim_messages(response.messages),
@@ -372,11 +489,15 @@ def to_loopsim_agent_response(response: af.AgentResponse[Any]) -> AgentResponse:
         agent_id=response.agent_id,
         usage=to_loopsim_usage(response.usage_details),
         value=value,
-        additional_properties=dict(response.additional_properties or {}),
+        **_agent_fields(response, "AgentResponse", source),
     )
 
 
-def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpdate:
+def to_loopsim_agent_update(
+    update: af.AgentResponseUpdate, *, source: str | None = None
+) -> AgentResponseUpdate:
+    _check_merge_mode(update, "AgentResponseUpdate", source)
+    fields = _agent_fields(update, "AgentResponseUpdate", source)
     return AgentResponseUpdate(
         str(update.role or "assistant"),
         [to_loopsim_content(c) for c in update.contents],
@@ -384,6 +505,7 @@ def to_loopsim_agent_update(update: af.AgentResponseUpdate) -> AgentResponseUpda
         message_id=update.message_id,
         response_id=update.response_id,
         agent_id=update.agent_id,
+        **{k: v for k, v in fields.items() if v},
     )
 
 

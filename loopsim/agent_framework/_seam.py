@@ -91,7 +91,7 @@ class _Downstream:
             async for _ in result:
                 pass
             result = await result.get_final_response()
-        return to_loopsim_chat_response(result)
+        return to_loopsim_chat_response(result, source=self.name)
 
     async def get_streaming_response(
         self, messages: Sequence[Message], *, options: ChatOptions | None = None
@@ -175,18 +175,10 @@ class ModelSeam(af.ChatMiddleware):
 
 
 async def _af_updates(response: ChatResponse) -> AsyncIterator[af.ChatResponseUpdate]:
-    """``response`` as agent_framework updates; the last carries the response-level fields
-    (conversation id, finish reason) that agent_framework's merge reads from updates."""
+    """``response`` as agent_framework updates (each carries the response-level fields,
+    conversation id to continuation token, that agent_framework's merge reads from them)."""
     for update in split_into_updates(response):
         yield to_af_chat_update(update)
-    if response.conversation_id is not None or response.finish_reason is not None:
-        yield af.ChatResponseUpdate(
-            contents=[],
-            role="assistant",
-            response_id=response.response_id,
-            conversation_id=response.conversation_id,
-            finish_reason=response.finish_reason,  # type: ignore[arg-type] # a free string
-        )
 
 
 def _answered(response: ChatResponse, agent: str, session: str | None) -> None:

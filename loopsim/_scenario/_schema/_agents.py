@@ -140,10 +140,23 @@ _TURN_KINDS = ("reply", "tool_call", "approval_request", "failure", "fault")
 _TURN_KEYS = ("usage",)
 
 
+#: the response fields a turn may set on its answer (not on a failure or fault)
+_RESPONSE_KEYS = (
+    "response_id",
+    "conversation_id",
+    "finish_reason",
+    "continuation_token",
+    "additional_properties",
+)
+
+
 class TurnSpec(StrictModel):
     """One scripted model turn: exactly one of reply / tool_call / approval_request / failure.
 
-    ``delay`` is the virtual time the model "thinks" before answering.
+    ``delay`` is the virtual time the model "thinks" before answering. ``response_id``,
+    ``conversation_id``, ``finish_reason``, ``continuation_token`` (a JSON object: a
+    background response in progress) and ``additional_properties`` set the answer's own
+    fields (not a failure's or a fault's).
     """
 
     reply: Text | None = None
@@ -156,6 +169,11 @@ class TurnSpec(StrictModel):
     usage: UsageSpec | None = None
     #: hosted tools the service ran in this turn, beside the reply or the tool calls
     hosted_call: HostedCallSpec | list[HostedCallSpec] | None = None
+    response_id: Name | None = None
+    conversation_id: Name | None = None
+    finish_reason: Name | None = None
+    continuation_token: dict[str, JsonData] | None = None
+    additional_properties: dict[str, JsonData] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -200,6 +218,18 @@ class TurnSpec(StrictModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _fields_need_an_answer(self) -> TurnSpec:
+        if self.failure is not None or self.fault is not None:
+            given = [k for k in _RESPONSE_KEYS if getattr(self, k) is not None]
+            if given:
+                raise PydanticCustomError(
+                    "turn_response_field",
+                    "{field} sets a field of the model's answer, but a {kind} turn has none",
+                    {"field": given[0], "kind": self.kind},
+                )
+        return self
+
     @property
     def kind(self) -> str:
         return next(k for k in _TURN_KINDS if getattr(self, k) is not None)
@@ -209,6 +239,12 @@ class TurnSpec(StrictModel):
         if self.hosted_call is None:
             return []
         return self.hosted_call if isinstance(self.hosted_call, list) else [self.hosted_call]
+
+    @property
+    def response_fields(self) -> dict[str, Any]:
+        """The answer's fields this turn sets (only the ones given)."""
+        values = {k: getattr(self, k) for k in _RESPONSE_KEYS}
+        return {k: v for k, v in values.items() if v is not None}
 
     @property
     def calls(self) -> list[ToolCallSpec]:
