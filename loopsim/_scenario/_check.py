@@ -19,6 +19,7 @@ from .._trajectory import HostMark, TrajectoryStep, check_never, trajectory_of, 
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
+from ._schema._expect import USAGE_KEYS, TokenCounts, UsageExpect
 from ._source import LoadedScenario, format_location
 from ._weak import weak_expectations
 
@@ -87,6 +88,8 @@ class Seen:
     #: the host steps taken so far, and the first event of the part looked at
     hosts: Sequence[HostMark] = ()
     first: int = 0
+    #: the token usage of the response looked at (None: none reported)
+    usage: Any = None
 
     def trajectory(self) -> list[TrajectoryStep]:
         """The steps taken in the part of the run looked at (from :attr:`first` on)."""
@@ -110,6 +113,7 @@ class Seen:
             spans=outcome.spans,
             final=True,
             hosts=outcome.hosts,
+            usage=None if outcome.response is None else outcome.response.usage,
         )
 
     @classmethod
@@ -133,6 +137,7 @@ class Seen:
                 h for h in run.outcome.hosts if h.index == index or h.position < snapshot.events
             ],
             first=snapshot.first,
+            usage=None if snapshot.response is None else snapshot.response.usage,
         )
 
 
@@ -311,7 +316,40 @@ def check_block(
         if spec is not None:
             _check_text(key, spec, text, fail)
     _check_trajectories(expect, seen, fail)
+    if expect.usage is not None:
+        _check_usage(expect.usage, seen, fail)
     return failures
+
+
+def _tokens(usage: Any, key: str) -> int | None:
+    value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+    return value if isinstance(value, int) else None
+
+
+def _check_usage(expected: UsageExpect, seen: Seen, fail: Any) -> None:
+    """The host's response's usage (the run's own sum) and each agent's, from its calls."""
+
+    def compare(loc: tuple[str | int, ...], counts: TokenCounts, got: Any, whose: str) -> None:
+        for key, wanted in counts.named():
+            value = _tokens(got, key)
+            ok = value is not None and (
+                wanted.holds(value) if isinstance(wanted, RangeSpec) else value == wanted
+            )
+            if not ok:
+                said = wanted.render() if isinstance(wanted, RangeSpec) else str(wanted)
+                shown = "none reported" if value is None else str(value)
+                fail((*loc, key), f"expected {said} {key} {whose}, got {shown}")
+
+    compare(("expect", "usage"), expected, seen.usage, "in the host's response")
+    for agent, counts in (expected.agents or {}).items():
+        total: dict[str, int] = {}
+        for event in seen.events:
+            if event.kind == "model_response" and event.data.get("agent") == agent:
+                for key in USAGE_KEYS:
+                    value = _tokens(event.data.get("usage"), key)
+                    if value is not None:
+                        total[key] = total.get(key, 0) + value
+        compare(("expect", "usage", "agents", agent), counts, total, f"over {agent}'s model calls")
 
 
 def _check_trajectories(expect: StepExpect, seen: Seen, fail: Any) -> None:

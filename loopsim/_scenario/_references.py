@@ -25,6 +25,7 @@ from ._schema import (
     describe,
 )
 from ._source import Loc, Located, combine, format_location
+from ._vocabulary import conflict_errors, vocabulary_errors
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
 
@@ -192,6 +193,8 @@ def reference_errors(
     )
     for loc, expect in blocks:
         yield from _expect_errors(scenario, loc, expect, known, where)
+        yield from vocabulary_errors(scenario, loc, expect, where)
+    yield from conflict_errors(scenario, where)
     yield from _instant_errors(scenario, where)
     for key in ("expect", "always"):
         expect = getattr(scenario, key)
