@@ -5,6 +5,7 @@ Each :class:`Failure` names the line of the scenario file it came from.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ._run import Execution, Snapshot, response_text, surfaced_text
 from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
 from ._schema._expect import USAGE_KEYS, TokenCounts, UsageExpect
 from ._source import LoadedScenario, format_location
-from ._weak import weak_expectations
+from ._weak import steps_that_do_not_matter, weak_expectations
 
 __all__ = [
     "UPDATE_OPTION",
@@ -494,6 +495,15 @@ def check_run(
             )
             for w in (*warnings_of(loaded, run), *weak_of(loaded, run))
         )
+        failures.extend(
+            Failure(
+                f"{message} (strict: true makes this an error)",
+                format_location(("steps", index)),
+                where.line(("steps", index)),
+                kind="strict",
+            )
+            for index, message in steps_that_do_not_matter(_not_strict(loaded))
+        )
     ties = run.ties
     for position, problem in ties.problems:
         failures.append(
@@ -525,6 +535,13 @@ def check_run(
         for loc, message in unused:
             failures.append(Failure(message, format_location(loc), where.line(loc), kind="unused"))
     return failures
+
+
+def _not_strict(loaded: LoadedScenario) -> LoadedScenario:
+    # the runs without a step are checked as plain runs (and do not look for steps again)
+    return dataclasses.replace(
+        loaded, scenario=loaded.scenario.model_copy(update={"strict": False})
+    )
 
 
 def warnings_of(loaded: LoadedScenario, run: Execution) -> list[Failure]:

@@ -86,3 +86,46 @@ def weak_expectations(scenario: Scenario, events: Sequence[Event]) -> list[str]:
             "it says; add response:, surfaced: or a trajectory step with says:"
         )
     return found
+
+
+#: the host steps whose removal must make some expectation fail (the others run the
+#: parent, and a `run:` that changed nothing is reported apart)
+_STEP_WORDS = {
+    "AdvanceStep": "advance",
+    "ApprovalStep": "approval",
+    "RestartStep": "restart",
+    "ReleaseStep": "release_session",
+}
+
+
+def steps_that_do_not_matter(loaded: Any) -> list[tuple[int, str]]:
+    """The ``advance``, ``approve``, ``restart`` and ``release_session`` steps whose
+    removal leaves every expectation passing: ``(step index, warning)``.
+
+    Found with the product's own machinery: the scenario is run once per such step with
+    that step removed (so it costs one run per step; only files with such steps pay).
+    """
+    import dataclasses  # noqa: PLC0415
+
+    from ._result import run_scenario  # noqa: PLC0415 - _result imports this module
+
+    scenario = loaded.scenario
+    found: list[tuple[int, str]] = []
+    for index, step in enumerate(scenario.steps):
+        word = _STEP_WORDS.get(type(step).__name__)
+        if word is None:
+            continue
+        steps = [s for n, s in enumerate(scenario.steps) if n != index]
+        dropped = dataclasses.replace(loaded, scenario=scenario.model_copy(update={"steps": steps}))
+        try:
+            passed = run_scenario(dropped, compare=False).passed
+        except Exception:  # noqa: BLE001 - a run that cannot go without the step: it matters
+            passed = False
+        if passed:
+            message = (
+                f"nothing checks what this {word} changes: every expectation still passes "
+                "with the step removed; expect what it changes (a task status, a trajectory "
+                "step, the response or elapsed time)"
+            )
+            found.append((index, message))
+    return found
