@@ -142,6 +142,18 @@ def p_never_stops(**kwargs: Any) -> bool:
     return True
 
 
+# -- the tenth kind: ignores pending background tasks (checked with a background rule) ---
+
+
+class IgnoresBackground(loopsim.LoopEvaluator):
+    async def evaluate(self, context: loopsim.LoopContext) -> loopsim.LoopEvaluation:
+        return Stop() if "DONE" in _text(context) else Again("go on")  # tasks never asked
+
+
+def p_ignores_background(**kwargs: Any) -> bool:
+    return "DONE" not in _last(kwargs)
+
+
 BUGGY: list[tuple[str, Any, Any, str]] = [
     ("stops-immediately", StopsImmediately, p_stops_immediately, "keeps_going"),
     ("forgets-await", ForgetsAwait, p_forgets_await, "returns_evaluation"),
@@ -152,7 +164,10 @@ BUGGY: list[tuple[str, Any, Any, str]] = [
     ("mutates", Mutates, p_mutates, "no_mutation"),
     ("first-message", FirstMessage, p_first_message, "odd_responses"),
     ("never-stops", NeverStops, p_never_stops, "lets_loop_stop"),
+    ("ignores-background", IgnoresBackground, p_ignores_background, "waits_for_background"),
 ]
+#: the rule a kind is checked under (the user says it: --background-rule)
+RULES = {"ignores-background": "wait-for-running"}
 
 
 @pytest.mark.parametrize("form", ["evaluator", "predicate"])
@@ -163,9 +178,11 @@ def test_every_buggy_evaluator_is_caught(
     form: str, kind: str, evaluator: Any, predicate: Any, check: str
 ) -> None:
     target = evaluator if form == "evaluator" else predicate
-    report = check_evaluator(target, max_examples=15)
-    failed = {c.name for c in report.failed}
-    assert check in failed, report.render()
+    # only the check that should catch it: the same code as a full run, at a fraction of
+    # the time (the correct ones below run every check)
+    rule = RULES.get(kind, "none")
+    report = check_evaluator(target, max_examples=15, background_rule=rule, checks=[check])
+    assert [c.name for c in report.failed] == [check], report.render()
     if form == "predicate":
         assert "LoopEvaluation" not in (report[check].problem or ""), report.render()
 
@@ -209,3 +226,58 @@ CORRECT = [Marker, AwaitsHelper, CountsInContext, p_marker, p_async_marker, p_ma
 @pytest.mark.parametrize("target", CORRECT, ids=lambda t: t.__name__)
 def test_correct_evaluators_pass(target: Any) -> None:
     check_evaluator(target, max_examples=15).assert_ok()
+
+
+# -- correct background-aware ones, under each rule -----------------------------------------
+
+
+class MarkerAndTasks(loopsim.LoopEvaluator):
+    async def evaluate(self, context: loopsim.LoopContext) -> loopsim.LoopEvaluation:
+        provider = context.agent.get_service(loopsim.BackgroundAgentsProvider)
+        if provider is not None and provider.incomplete_tasks(context.session):
+            return Again("wait for your background tasks")
+        return Stop() if "DONE" in _text(context) else Again("say DONE when done")
+
+
+def p_marker_and_tasks(**kwargs: Any) -> bool:
+    import agent_framework as af
+
+    return af.background_tasks_running()(**kwargs) or "DONE" not in _last(kwargs)
+
+
+def _af_tasks_running() -> Any:
+    import agent_framework as af
+
+    return af.background_tasks_running()
+
+
+BACKGROUND_CORRECT: list[tuple[str, Any, str]] = [
+    ("marker-and-tasks", MarkerAndTasks, "wait-for-running"),
+    ("p-marker-and-tasks", p_marker_and_tasks, "wait-for-running"),
+    ("builtin", loopsim.BackgroundTaskCompletionLoopEvaluator, "same-as-builtin"),
+    ("af-background-tasks-running", _af_tasks_running(), "same-as-builtin"),
+]
+
+
+@pytest.mark.parametrize(
+    ("target", "rule"),
+    [b[1:] for b in BACKGROUND_CORRECT],
+    ids=[b[0] for b in BACKGROUND_CORRECT],
+)
+def test_correct_background_evaluators_pass(target: Any, rule: str) -> None:
+    report = check_evaluator(target, max_examples=15, background_rule=rule)
+    report.assert_ok()
+    assert "waits_for_background" in {c.name for c in report.checks}
+
+
+def test_same_as_builtin_flags_going_on_without_running_tasks() -> None:
+    # a marker-and-tasks evaluator is correct under wait-for-running, but goes on for a
+    # reply without the marker when no task runs: not the built-in's rule
+    report = check_evaluator(
+        MarkerAndTasks,
+        max_examples=15,
+        background_rule="same-as-builtin",
+        checks=["waits_for_background"],
+    )
+    (found,) = report.failed
+    assert "no background task is running" in (found.problem or ""), report.render()

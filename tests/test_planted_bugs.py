@@ -87,10 +87,8 @@ BUGS = (
         f"{R}:RunState.received",
         "self.usage = usage if self.usage is None else self.usage + usage",
         "self.usage = usage",
-        survives_because=(
-            "usage reaches no expectation of the trajectory layer; the `usage:` expectation "
-            "(issue 24, helper eval) is the check that states it"
-        ),
+        scenario="tool_calls",
+        key="expect.usage.input_tokens",
     ),
     Bug(
         "the completion marker is not filled into the feedback",

@@ -25,6 +25,7 @@ ORDER = (
     "_validation",
     "_imports",
     "_model",  # `model:` agents: checked at load, their real client built at run time
+    "_vocabulary",
     "_references",
     "_engines",
     "_vary_paths",
@@ -37,6 +38,7 @@ ORDER = (
     "_run",  # stage 4: run
     "_weak",  # stage 5: check (what the expectations leave unchecked first)
     "_tool_errors",
+    "_value_checks",
     "_check",
     "_compare",
     "_result",  # stage 6: result

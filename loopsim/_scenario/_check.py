@@ -5,8 +5,9 @@ Each :class:`Failure` names the line of the scenario file it came from.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ from .._files import file_in, write_atomic
 from .._invariants import check_invariants
 from .._oracles import check_safety
 from .._trace import Event
-from .._trajectory import HostMark, TrajectoryStep, check_never, trajectory_of, trajectory_problems
+from .._trajectory import HostMark, TrajectoryStep, trajectory_of
 from .._transcript import render_text
 from ._run import Execution, Snapshot, response_text, surfaced_text
-from ._schema import RangeSpec, ResponseExpect, Scenario, StepExpect
+from ._schema import RangeSpec, Scenario, StepExpect
 from ._source import LoadedScenario, format_location
 from ._tool_errors import declared_problems, hint, tool_errors_of
+from ._value_checks import check_elapsed, check_text, check_trajectories, check_usage
 from ._weak import weak_expectations
 
 __all__ = [
@@ -55,7 +57,6 @@ class Failure:
         return f"{where}{field_path}{self.message}"
 
 
-TOLERANCE = 1e-6
 #: The pytest option (and ``loopsim run`` option) that writes transcript snapshots.
 UPDATE_OPTION = "--snapshot-update"
 MAX_DIFF_LINES = 40
@@ -89,6 +90,8 @@ class Seen:
     #: the host steps taken so far, and the first event of the part looked at
     hosts: Sequence[HostMark] = ()
     first: int = 0
+    #: the token usage of the response looked at (None: none reported)
+    usage: Any = None
 
     def trajectory(self) -> list[TrajectoryStep]:
         """The steps taken in the part of the run looked at (from :attr:`first` on)."""
@@ -112,6 +115,7 @@ class Seen:
             spans=outcome.spans,
             final=True,
             hosts=outcome.hosts,
+            usage=None if outcome.response is None else outcome.response.usage,
         )
 
     @classmethod
@@ -135,6 +139,7 @@ class Seen:
                 h for h in run.outcome.hosts if h.index == index or h.position < snapshot.events
             ],
             first=snapshot.first,
+            usage=None if snapshot.response is None else snapshot.response.usage,
         )
 
 
@@ -311,31 +316,15 @@ def check_block(
     for position, problem in _safety(loaded, expect, seen):
         fail(("expect", "safety", position), problem)
     if expect.elapsed is not None:
-        _check_elapsed(expect.elapsed, seen.elapsed, fail)
+        check_elapsed(expect.elapsed, seen.elapsed, fail)
     for key, text in (("response", seen.response), ("surfaced", seen.surfaced)):
         spec = getattr(expect, key)
         if spec is not None:
-            _check_text(key, spec, text, fail)
-    _check_trajectories(expect, seen, fail)
+            check_text(key, spec, text, fail)
+    check_trajectories(expect, seen, fail)
+    if expect.usage is not None:
+        check_usage(expect.usage, seen, fail)
     return failures
-
-
-def _check_trajectories(expect: StepExpect, seen: Seen, fail: Any) -> None:
-    specs: list[tuple[tuple[str | int, ...], Any]] = []
-    if expect.trajectory is not None:
-        specs.append((("expect", "trajectory"), expect.trajectory))
-    for index, spec in enumerate(expect.trajectories or ()):
-        specs.append((("expect", "trajectories", index), spec))
-    if not specs and not expect.never:
-        return
-    steps = seen.trajectory()
-    for loc, spec in specs:
-        for at, problem in trajectory_problems(spec.trajectory(), steps):
-            # the line of the expected step at fault, when one is
-            fail(loc if at is None else (*loc, "steps", at), problem)
-    never = [p.pattern(never=True) for p in expect.never or ()]
-    for index, problem in check_never(never, steps):
-        fail(("expect", "never", index), problem)
 
 
 def _expected_elsewhere(loaded: LoadedScenario, step: int | None) -> bool:
@@ -344,48 +333,6 @@ def _expected_elsewhere(loaded: LoadedScenario, step: int | None) -> bool:
         return False
     expect = getattr(loaded.scenario.steps[step], "expect", None)
     return expect is not None and expect.error is not None
-
-
-def _check_text(key: str, response: ResponseExpect, text: str | None, fail: Any) -> None:
-    what = "the response" if key == "response" else "the surfaced messages"
-    if text is None:
-        fail(("expect", key), "expected a response, but no run returned one")
-        return
-    if response.equals is not None and text != response.equals:
-        fail(("expect", key, "equals"), f"expected {what} {response.equals!r}, got {text!r}")
-    position = 0
-    for index, part in enumerate(response.contains or ()):
-        found = text.find(part, position)
-        if found < 0:
-            where_found = "at all" if part not in text else "after the previous item"
-            fail(
-                ("expect", key, "contains", index),
-                f"expected {what} to contain {part!r} ({where_found}); got {text!r}",
-            )
-            break
-        position = found + len(part)
-    for index, part in enumerate(response.not_contains or ()):
-        if part in text:
-            fail(
-                ("expect", key, "not_contains", index),
-                f"expected {what} not to contain {part!r}; got {text!r}",
-            )
-
-
-def _check_elapsed(expected: float | RangeSpec, elapsed: float, fail: Any) -> None:
-    if isinstance(expected, RangeSpec):
-        if expected.min is not None and elapsed < expected.min - TOLERANCE:
-            fail(
-                ("expect", "elapsed", "min"),
-                f"expected at least {expected.min:g}s of virtual time, got {elapsed:g}s",
-            )
-        if expected.max is not None and elapsed > expected.max + TOLERANCE:
-            fail(
-                ("expect", "elapsed", "max"),
-                f"expected at most {expected.max:g}s of virtual time, got {elapsed:g}s",
-            )
-    elif abs(elapsed - expected) > TOLERANCE:
-        fail(("expect", "elapsed"), f"expected {expected:g}s of virtual time, got {elapsed:g}s")
 
 
 def _check_snapshot(loaded: LoadedScenario, result: Execution, update: bool, fail: Any) -> None:
@@ -439,10 +386,17 @@ def _check_snapshot(loaded: LoadedScenario, result: Execution, update: bool, fai
 
 
 def check_run(
-    loaded: LoadedScenario, run: Execution, keys: Sequence[str], *, update_snapshots: bool = False
+    loaded: LoadedScenario,
+    run: Execution,
+    keys: Sequence[str],
+    *,
+    update_snapshots: bool = False,
+    steps_unchecked: Callable[[LoadedScenario], Sequence[tuple[int, str]]] | None = None,
 ) -> list[Failure]:
     """Every failure of ``run``: the expectation blocks ``keys``, the scenario's ``ties:``,
-    the invariants (unless a block turns them off) and unused script turns."""
+    the invariants (unless a block turns them off) and unused script turns; under
+    ``strict:``, also the steps ``steps_unchecked`` finds that nothing checks (it re-runs
+    the scenario without each, so it comes from the stage that runs scenarios)."""
     scenario = loaded.scenario
     where = loaded.where
     specs = [spec for spec in (getattr(scenario, key) for key in keys) if spec is not None]
@@ -462,6 +416,18 @@ def check_run(
                 f"{w.message} (strict: true makes this an error)", w.location, w.line, kind="strict"
             )
             for w in (*warnings_of(loaded, run), *weak_of(loaded, run))
+        )
+        failures.extend(
+            Failure(
+                f"{message} (strict: true makes this an error)",
+                format_location(("steps", index)),
+                where.line(("steps", index)),
+                kind="strict",
+            )
+            for index, message in (
+                () if steps_unchecked is None else steps_unchecked(_not_strict(loaded))
+            )
+            if index not in {i for i, _ in run.outcome.warnings}  # said once: it did nothing
         )
     ties = run.ties
     for position, problem in ties.problems:
@@ -526,6 +492,13 @@ def _undeclared_tool_errors(
             )
         )
     return failures
+
+
+def _not_strict(loaded: LoadedScenario) -> LoadedScenario:
+    # the runs without a step are checked as plain runs (and do not look for steps again)
+    return dataclasses.replace(
+        loaded, scenario=loaded.scenario.model_copy(update={"strict": False})
+    )
 
 
 def warnings_of(loaded: LoadedScenario, run: Execution) -> list[Failure]:

@@ -26,17 +26,9 @@ from ._schema import (
 )
 from ._schema._agents import hosted_name
 from ._source import Loc, Located, combine, format_location
+from ._vocabulary import BACKGROUND_TOOLS, conflict_errors, vocabulary_errors
 
 __all__ = ["BACKGROUND_TOOLS", "check_references"]
-
-BACKGROUND_TOOLS = (
-    "background_agents_start_task",
-    "background_agents_wait_for_first_completion",
-    "background_agents_get_task_results",
-    "background_agents_get_all_tasks",
-    "background_agents_continue_task",
-    "background_agents_clear_completed_task",
-)
 
 
 def check_references(
@@ -193,6 +185,8 @@ def reference_errors(
     )
     for loc, expect in blocks:
         yield from _expect_errors(scenario, loc, expect, known, where)
+        yield from vocabulary_errors(scenario, loc, expect, where)
+    yield from conflict_errors(scenario, where)
     yield from _instant_errors(scenario, where)
     for key in ("expect", "always"):
         expect = getattr(scenario, key)

@@ -27,6 +27,7 @@ from ._run import execute
 from ._schema import ENGINES, Backend, Engine
 from ._source import LoadedScenario
 from ._tool_errors import ToolErrorInfo, tool_errors_of
+from ._weak import STEP_WORDS
 
 if TYPE_CHECKING:
     from .._background._ties import TieBreaker
@@ -234,7 +235,13 @@ def run_scenario(
         path=loaded.where.path,
         seed=run.seed,
         backend=run.backend,
-        failures=check_run(loaded, run, keys, update_snapshots=update_snapshots),
+        failures=check_run(
+            loaded,
+            run,
+            keys,
+            update_snapshots=update_snapshots,
+            steps_unchecked=steps_that_do_not_matter,
+        ),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),
         tool_errors=tool_errors_of(run.events),
@@ -324,3 +331,32 @@ def _both(
 
 def _tagged(failure: Failure, engine: str) -> Failure:
     return replace(failure, message=f"[engine {engine}] {failure.message}")
+
+
+def steps_that_do_not_matter(loaded: LoadedScenario) -> list[tuple[int, str]]:
+    """The ``advance``, ``approve``, ``restart`` and ``release_session`` steps whose
+    removal leaves every expectation passing: ``(step index, warning)``.
+
+    Found with the product's own machinery: the scenario is run once per such step with
+    that step removed (so it costs one run per step; only files with such steps pay).
+    """
+    scenario = loaded.scenario
+    found: list[tuple[int, str]] = []
+    for index, step in enumerate(scenario.steps):
+        word = STEP_WORDS.get(type(step).__name__)
+        if word is None:
+            continue
+        steps = [s for n, s in enumerate(scenario.steps) if n != index]
+        dropped = replace(loaded, scenario=scenario.model_copy(update={"steps": steps}))
+        try:
+            passed = run_scenario(dropped, compare=False).passed
+        except Exception:  # noqa: BLE001 - a run that cannot go without the step: it matters
+            passed = False
+        if passed:
+            message = (
+                f"nothing checks what this {word} changes: every expectation still passes "
+                "with the step removed; expect what it changes (a task status, a trajectory "
+                "step, the response or elapsed time)"
+            )
+            found.append((index, message))
+    return found

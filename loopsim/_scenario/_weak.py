@@ -87,3 +87,13 @@ def weak_expectations(scenario: Scenario, events: Sequence[Event]) -> list[str]:
             "it says; add response:, surfaced: or a trajectory step with says:"
         )
     return found
+
+
+#: the host steps whose removal must make some expectation fail (the others run the
+#: parent, and a `run:` that changed nothing is reported apart)
+STEP_WORDS = {
+    "AdvanceStep": "advance",
+    "ApprovalStep": "approval",
+    "RestartStep": "restart",
+    "ReleaseStep": "release_session",
+}

@@ -32,6 +32,8 @@ from .._trajectory import Matcher as Matcher
 from .._trajectory import OneOf as OneOf
 from .._trajectory import Regex as Regex
 from .._trajectory import TrajectoryStep as TrajectoryStep
+from ._checker import ALL_CHECKS as ALL_CHECKS
+from ._checker import BACKGROUND_RULES as BACKGROUND_RULES
 from ._checker import CHECKS as CHECKS
 from ._checker import CheckResult as CheckResult
 from ._checker import EvaluatorReport as EvaluatorReport
@@ -70,6 +72,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALL_CHECKS",
+    "BACKGROUND_RULES",
     "CHECKS",
     "DONE_MARKER",
     "INVARIANTS",

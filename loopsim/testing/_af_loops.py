@@ -38,6 +38,7 @@ __all__ = [
     "PredicateEvaluator",
     "af_case_yaml",
     "af_loop_case",
+    "af_provider",
     "check_af_loop_stops",
     "resolve_af_loop",
 ]
@@ -185,7 +186,11 @@ class PredicateEvaluator(LoopEvaluator):
             "messages": list(original),
             "original_messages": original,
             "session": session,
-            "agent": af.Agent(client=as_chat_client(ScriptedChatClient([])), name="agent"),
+            "agent": af.Agent(
+                client=as_chat_client(ScriptedChatClient([])),
+                name="agent",
+                context_providers=_af_providers(context.agent),
+            ),
             "progress": progress,
             "feedback": None,
         }
@@ -214,6 +219,26 @@ class PredicateEvaluator(LoopEvaluator):
         )
 
 
+def _af_providers(agent: Any) -> list[Any]:
+    """agent_framework's BackgroundAgentsProvider in place of the context agent's own
+    (same source id, so agent_framework's helpers read the same persisted tasks)."""
+    from .._background import BackgroundAgentsProvider  # noqa: PLC0415
+
+    found = agent.get_service(BackgroundAgentsProvider) if agent is not None else None
+    if found is None:
+        return []
+    return [af_provider(found.source_id, [str(a.name) for a in found.agents])]
+
+
+def af_provider(source_id: str, names: list[str]) -> Any:
+    import agent_framework as af  # noqa: PLC0415
+
+    from ..agent_framework import as_chat_client  # noqa: PLC0415
+
+    children = [af.Agent(client=as_chat_client(ScriptedChatClient([])), name=n) for n in names]
+    return af.BackgroundAgentsProvider(children, source_id=source_id)
+
+
 # -- lets_loop_stop: the real AgentLoopMiddleware ---------------------------------------------
 
 
@@ -230,10 +255,17 @@ def _middleware(loop: AgentFrameworkLoop, cap: int) -> Any:
     return fresh
 
 
-def af_loop_case(
-    loop: AgentFrameworkLoop, script: list[str], cap: int, streaming: bool, budget: float
+def af_loop_case(  # noqa: PLR0917 - one loop case, spelled out
+    loop: AgentFrameworkLoop,
+    script: list[str],
+    cap: int,
+    streaming: bool,
+    budget: float,
+    background: bool = False,
 ) -> tuple[str | None, int]:
-    """Run the loop on a real agent over ``script``; returns (problem or None, iterations)."""
+    """Run the loop on a real agent over ``script``; returns (problem or None, iterations).
+
+    ``background``: the agent carries a BackgroundAgentsProvider (with no tasks)."""
     import agent_framework as af  # noqa: PLC0415
 
     from ..agent_framework import as_chat_client, instrument  # noqa: PLC0415
@@ -241,7 +273,12 @@ def af_loop_case(
     events: list[_trace.Event] = []
     client = ScriptedChatClient(script, name="worker")
     agent = instrument(
-        af.Agent(client=as_chat_client(client), name="worker", middleware=[_middleware(loop, cap)])
+        af.Agent(
+            client=as_chat_client(client),
+            name="worker",
+            middleware=[_middleware(loop, cap)],
+            context_providers=[af_provider("background_agents", ["helper"])] if background else [],
+        )
     )
 
     async def main() -> None:
@@ -283,9 +320,10 @@ def check_af_loop_stops(
     streaming: bool,
     marker: str,
     budget: float,
+    background: bool = False,
 ) -> tuple[str, str] | None:
     """``lets_loop_stop`` for an agent_framework loop: (problem, counterexample) or None."""
-    problem, _ = af_loop_case(loop, script, cap, streaming, budget)
+    problem, _ = af_loop_case(loop, script, cap, streaming, budget, background)
     if problem is None:
         return None
     if not problem:

@@ -1,6 +1,6 @@
 """Validate a user's LoopEvaluator offline: generated contexts and scripted loops, no model.
 
-:func:`check_evaluator` runs seven checks, each a hypothesis search that shrinks its
+:func:`check_evaluator` runs up to eight checks, each a hypothesis search that shrinks its
 counterexample, and returns an :class:`EvaluatorReport`:
 
 ``returns_evaluation``
@@ -28,6 +28,12 @@ counterexample, and returns an :class:`EvaluatorReport`:
 ``keeps_going``
     At iteration 1, a reply without the ``marker`` (another letter case, "not done yet",
     an empty reply) does not stop the loop.
+``waits_for_background``
+    Only with ``background_rule``: contexts whose agent's
+    :class:`~loopsim.BackgroundAgentsProvider` has running, completed, failed and lost
+    tasks; the evaluator does not stop while one runs (and, for ``"same-as-builtin"``,
+    does not go on when none does), as the built-in
+    :class:`~loopsim.BackgroundTaskCompletionLoopEvaluator` decides on the same context.
 
 The checks run the user's code: an ``evaluate`` (or a constructor) that raises
 ``SystemExit``, ``KeyboardInterrupt`` or a stray ``CancelledError`` is a finding named
@@ -67,6 +73,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from .. import _trace
+from .._background import BackgroundTaskCompletionLoopEvaluator
 from .._clock import DEFAULT_START, simulate
 from .._clock._watchdog import real_time
 from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
@@ -74,11 +81,26 @@ from .._loop import LoopContext, LoopEvaluation, LoopEvaluator
 from .._scenario import Backend
 from .._usercode import is_cancellation, user_code_failure
 from ._af_loops import PredicateEvaluator, check_af_loop_stops, resolve_af_loop
-from ._contexts import ContextSpec, contexts, marked, unfinished
+from ._contexts import (
+    ContextSpec,
+    background_contexts,
+    contexts,
+    marked,
+    unfinished,
+    with_provider,
+)
 from ._loop_cases import _loop_case, _loop_scenario, _script
 from ._strategies import DONE_MARKER, scenario_yaml
 
-__all__ = ["CHECKS", "CheckResult", "EvaluatorReport", "check_evaluator", "simulate_recorded"]
+__all__ = [
+    "ALL_CHECKS",
+    "BACKGROUND_RULES",
+    "CHECKS",
+    "CheckResult",
+    "EvaluatorReport",
+    "check_evaluator",
+    "simulate_recorded",
+]
 
 CHECKS = (
     "returns_evaluation",
@@ -89,6 +111,10 @@ CHECKS = (
     "lets_loop_stop",
     "keeps_going",
 )
+#: every check: :data:`CHECKS` (run by default) and the one a ``background_rule`` adds
+ALL_CHECKS = (*CHECKS, "waits_for_background")
+#: what ``background_rule`` can say (see :func:`check_evaluator`)
+BACKGROUND_RULES = ("none", "wait-for-running", "same-as-builtin")
 _DESCRIPTIONS = {
     "returns_evaluation": "evaluate returns a LoopEvaluation for ordinary contexts",
     "deterministic": "the same context gives the same decision",
@@ -97,6 +123,7 @@ _DESCRIPTIONS = {
     "within_budget": "evaluate does not block on the virtual clock beyond the budget",
     "lets_loop_stop": "a scripted agent that completes lets the loop stop before its cap",
     "keeps_going": "a reply without the marker (other case, near-miss) does not stop the loop",
+    "waits_for_background": "running background tasks keep the loop going (background_rule)",
 }
 
 Factory = Callable[..., LoopEvaluator]
@@ -108,7 +135,7 @@ class CheckResult:
     """The outcome of one check: passed or not, and the shrunk counterexample.
 
     Attributes:
-        name: one of :data:`CHECKS`.
+        name: one of :data:`ALL_CHECKS`.
         description: what the check asks of the evaluator.
         passed: True when no generated case broke it (False when it did not run).
         problem: what went wrong on the counterexample, or why the check did not run
@@ -427,6 +454,8 @@ def check_evaluator(
     engine: Literal["loopsim", "agent_framework"] = "loopsim",
     call_time_limit: float | None = 1.0,
     time_limit: float | None = 300.0,
+    background_rule: str = "none",
+    checks: Sequence[str] | None = None,
 ) -> EvaluatorReport:
     """Check a ``LoopEvaluator`` offline against generated contexts and scripted loops.
 
@@ -455,11 +484,32 @@ def check_evaluator(
             keeps the loop busy is stopped by the watchdog after this long.
         time_limit: real seconds all checks together may take (None: no limit); checks
             left when it is used up are reported as not run.
+        background_rule: what the evaluator promises about background tasks (the
+            ``--background-rule`` of the CLI). ``"none"`` (default): nothing, and
+            ``waits_for_background`` is not run. Otherwise every generated agent carries
+            a :class:`~loopsim.BackgroundAgentsProvider` and ``waits_for_background``
+            asks contexts with running, completed, failed and lost tasks, the built-in
+            :class:`~loopsim.BackgroundTaskCompletionLoopEvaluator` deciding what a task
+            is: ``"wait-for-running"``: never stop while a task runs (the marker rule
+            applies besides); ``"same-as-builtin"``: continue exactly while a task
+            runs, whatever the reply says (``keeps_going`` is then not run: the marker
+            plays no part).
+        checks: run only these of :data:`ALL_CHECKS` (None: all that apply); the report
+            lists only the checks that ran.
 
     Returns:
         An :class:`EvaluatorReport`; call ``.assert_ok()`` in a test. Do not call this
         inside a hypothesis ``@given`` test: it runs its own searches.
     """
+    if background_rule not in BACKGROUND_RULES:
+        rules = ", ".join(BACKGROUND_RULES)
+        msg = f"background_rule must be one of {rules}; got {background_rule!r}"
+        raise ValueError(msg)
+    background = background_rule != "none"
+    unknown = sorted(set(checks or ()) - set(ALL_CHECKS))
+    if unknown:
+        msg = f"unknown check(s) {', '.join(unknown)}; the checks are {', '.join(ALL_CHECKS)}"
+        raise ValueError(msg)
     kwargs = dict(options or {})
     if import_path is None:
         owner = factory if hasattr(factory, "__qualname__") else type(factory)
@@ -580,6 +630,7 @@ def check_evaluator(
                 streaming=case[3],
                 marker=marker,
                 budget=budget,
+                background=background,
             )
             if found is not None:
                 raise _Found(*found)
@@ -594,9 +645,11 @@ def check_evaluator(
             engine,
             real_time_limit=guard.run_limit(case[1]),
             on_busy=lambda: guard.too_slow(_busy_problem(guard), ""),
+            background=background,
         )
         if problem is not None:
-            raise _Found(problem, scenario_yaml(_loop_scenario(path, kwargs, case, marker)))
+            scenario = _loop_scenario(path, kwargs, case, marker, background)
+            raise _Found(problem, scenario_yaml(scenario))
 
     def keeps_going(spec: ContextSpec) -> None:
         (outcome,) = _evaluate([make()], spec, budget, guard)
@@ -615,8 +668,43 @@ def check_evaluator(
                 spec.describe(),
             )
 
+    def waits_for_background(spec: ContextSpec) -> None:
+        outcome, reference = _evaluate(
+            [make(), BackgroundTaskCompletionLoopEvaluator()], spec, budget, guard
+        )
+        if outcome.skipped:
+            return
+        tasks = ", ".join(f"task {n} {s}" for n, s in enumerate(spec.tasks, start=1))
+        if outcome.error is not None:
+            raise _Found(
+                f"{_error_text(outcome.error, caller)} (background tasks: {tasks})",
+                spec.describe(),
+            )
+        if outcome.blocked or not isinstance(outcome.evaluation, LoopEvaluation):
+            return  # reported by within_budget / returns_evaluation
+        running = reference.evaluation.should_reinvoke
+        goes_on = outcome.evaluation.should_reinvoke
+        said = _show(_decision(outcome.evaluation), caller)
+        if running and not goes_on:
+            raise _Found(
+                f"{said} while a background task is still running ({tasks}): the loop ends "
+                "before the work it started has finished (an evaluator that ignores pending "
+                "background tasks); the built-in BackgroundTaskCompletionLoopEvaluator goes "
+                "on while provider.incomplete_tasks(session) is not empty",
+                spec.describe(),
+            )
+        if background_rule == "same-as-builtin" and goes_on and not running:
+            raise _Found(
+                f"{said} although no background task is running ({tasks}): completed, "
+                "failed and lost tasks never keep the loop going under "
+                "background_rule='same-as-builtin' (a lost task's run is gone for good)",
+                spec.describe(),
+            )
+
     ordinary = contexts(odd=False)
     odd = contexts(odd=True)
+    if background:
+        ordinary, odd = ordinary.map(with_provider), odd.map(with_provider)
     both = st.one_of(ordinary, odd)
     loops = st.integers(1, 4).flatmap(
         lambda done_at: st.tuples(
@@ -628,13 +716,23 @@ def check_evaluator(
     )
     plan: list[tuple[str, Callable[[Any], None], st.SearchStrategy[Any]]] = [
         ("returns_evaluation", returns_evaluation, ordinary),
-        ("deterministic", deterministic, st.one_of(marked(marker), odd)),
+        (
+            "deterministic",
+            deterministic,
+            st.one_of(marked(marker).map(with_provider) if background else marked(marker), odd),
+        ),
         ("no_mutation", no_mutation, both),
         ("odd_responses", odd_responses, odd),
         ("within_budget", within_budget, both),
         ("lets_loop_stop", lets_loop_stop, loops),
-        ("keeps_going", keeps_going, unfinished(marker)),
     ]
+    if background_rule != "same-as-builtin":
+        keep = unfinished(marker)
+        plan.append(("keeps_going", keeps_going, keep.map(with_provider) if background else keep))
+    if background:
+        plan.append(("waits_for_background", waits_for_background, background_contexts(marker)))
+    if checks is not None:
+        plan = [step for step in plan if step[0] in checks]
     with warnings.catch_warnings():
         # A never-awaited coroutine is a finding of the call that made it (see _evaluate),
         # not noise elsewhere; agent_framework's ExperimentalWarning is not the user's.

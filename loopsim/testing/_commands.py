@@ -28,6 +28,19 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+#: the names of _checker's ALL_CHECKS and BACKGROUND_RULES (kept here so the parser does not
+#: import hypothesis; a test keeps them equal)
+CHECK_NAMES = (
+    "returns_evaluation",
+    "deterministic",
+    "no_mutation",
+    "odd_responses",
+    "within_budget",
+    "lets_loop_stop",
+    "keeps_going",
+    "waits_for_background",
+)
+BACKGROUND_RULE_NAMES = ("none", "wait-for-running", "same-as-builtin")
 
 
 def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -92,6 +105,23 @@ def add_check_evaluator_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--marker",
         default="DONE",
         help="text the scripted agent's completing reply contains (default DONE)",
+    )
+    parser.add_argument(
+        "--background-rule",
+        choices=BACKGROUND_RULE_NAMES,
+        default="none",
+        help="what the evaluator promises about background tasks: wait-for-running (never "
+        "stop while a task runs) or same-as-builtin (continue exactly while a task runs, "
+        "as BackgroundTaskCompletionLoopEvaluator); generated agents then carry a "
+        "BackgroundAgentsProvider (default none)",
+    )
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=None,
+        choices=CHECK_NAMES,
+        metavar="NAME",
+        help=f"run only this check (repeatable; default all): {', '.join(CHECK_NAMES)}",
     )
     parser.set_defaults(command=cmd_check_evaluator)
     return parser
@@ -217,6 +247,8 @@ def _check(args: argparse.Namespace) -> int:
             engine=args.engine,
             call_time_limit=args.call_time_limit,
             time_limit=args.time_limit,
+            background_rule=args.background_rule,
+            checks=args.check,
         )
     print(report.render())  # noqa: T201 - CLI output
     return EXIT_OK if report.passed else EXIT_FAILED

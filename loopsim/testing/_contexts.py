@@ -8,15 +8,17 @@ copies of one context, and a counterexample is shown as the YAML of its spec.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import yaml
 from hypothesis import strategies as st
 
 from .._agents import Agent
-from .._clients import ScriptedChatClient
+from .._background import BackgroundAgentsProvider
+from .._clients import FunctionChatClient, ScriptedChatClient
 from .._loop import LoopContext
 from .._loop._evaluation import FeedbackView
 from .._messages import (
@@ -28,7 +30,20 @@ from .._messages import (
     Message,
 )
 
-__all__ = ["ODD_KINDS", "ContextSpec", "contexts", "marked", "unfinished"]
+__all__ = [
+    "ODD_KINDS",
+    "TASK_STATUSES",
+    "ContextSpec",
+    "background_contexts",
+    "contexts",
+    "marked",
+    "unfinished",
+]
+
+#: the statuses a generated background task is in when the evaluator is asked
+TASK_STATUSES = ("running", "completed", "failed", "lost")
+#: the background agent of generated contexts (one is enough: the rule is about tasks)
+HELPER = "helper"
 
 
 @dataclass(frozen=True)
@@ -40,11 +55,21 @@ class ContextSpec:
     response: tuple[dict[str, Any], ...]  # messages as JSON
     feedback: tuple[str | None, ...]
     state: Mapping[str, Any]
+    #: the agent carries a BackgroundAgentsProvider (with these tasks)
+    provider: bool = False
+    tasks: tuple[str, ...] = ()
 
     def build(self) -> LoopContext:
-        agent = Agent(ScriptedChatClient([]), name="agent")
+        """The context (call it inside a simulation when a task is ``running``)."""
+        providers: list[BackgroundAgentsProvider] = []
+        if self.provider:
+            helper = Agent(FunctionChatClient(_works_on, name=HELPER), name=HELPER)
+            providers.append(BackgroundAgentsProvider([helper]))
+        agent = Agent(ScriptedChatClient([]), name="agent", context_providers=providers)
         session = agent.create_session()
         session.state.update(json.loads(json.dumps(dict(self.state))))
+        if providers:
+            _add_tasks(providers[0], session, self.tasks)
         initial = [Message.user(text) for text in self.initial]
         response = AgentResponse([Message.model_validate(m) for m in self.response])
         context = LoopContext(agent, session, initial, response)
@@ -60,6 +85,11 @@ class ContextSpec:
             "feedback": list(self.feedback),
             "session_state": dict(self.state),
         }
+        if self.provider:
+            data["background_tasks"] = [
+                {"id": n, "agent": HELPER, "status": status}
+                for n, status in enumerate(self.tasks, start=1)
+            ]
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
@@ -148,4 +178,71 @@ def _with_marker(spec: ContextSpec, marker: str) -> ContextSpec:
     reply = Message.assistant(f"finished {marker}").model_dump(mode="json", exclude_none=True)
     return ContextSpec(
         spec.iteration, spec.initial, (*spec.response, reply), spec.feedback, spec.state
+    )
+
+
+async def _works_on(messages: Sequence[Message], options: Any) -> str:  # noqa: ARG001
+    # a running task's child: busy for longer than any evaluate may take
+    await anyio.sleep(10**9)
+    return "finished"  # pragma: no cover - never reached within a check
+
+
+def _add_tasks(provider: BackgroundAgentsProvider, session: Any, statuses: Sequence[str]) -> None:
+    """Give ``session`` the tasks ``statuses``, as the provider keeps them.
+
+    Terminal tasks are records as a refresh leaves them; a ``running`` task is a record
+    with a live child run in this provider, so a refresh keeps it running.
+    """
+    records: list[dict[str, Any]] = []
+    state = session.state[provider.source_id] = {"tasks": records, "next_task_id": 1}
+    runtime = provider._runtime(session)
+    (helper,) = provider.agents
+    for task_id, status in enumerate(statuses, start=1):
+        record: dict[str, Any] = {
+            "id": task_id,
+            "agent_name": HELPER,
+            "description": f"part {task_id}",
+            "status": status,
+        }
+        if status == "completed":
+            record["result_text"] = f"part {task_id} written"
+        elif status == "failed":
+            record["error_text"] = "the helper gave up"
+        elif status == "running":
+            child = helper.create_session()
+            provider._launch(
+                runtime,
+                task_id,
+                helper,
+                f"write part {task_id}",
+                child,
+                origin=(session, HELPER, record["description"]),
+            )
+            runtime.child_sessions[task_id] = child
+        records.append(record)
+    state["next_task_id"] = len(statuses) + 1
+
+
+def with_provider(spec: ContextSpec) -> ContextSpec:
+    """``spec`` with a BackgroundAgentsProvider (and no tasks) on its agent."""
+    return ContextSpec(
+        spec.iteration, spec.initial, spec.response, spec.feedback, spec.state, provider=True
+    )
+
+
+def background_contexts(marker: str) -> st.SearchStrategy[ContextSpec]:
+    """Contexts whose agent's provider has running, finished and lost tasks; the reply
+    carries ``marker`` about half the time (so "done, but a task still runs" occurs)."""
+    return st.tuples(
+        marked(marker), st.lists(st.sampled_from(TASK_STATUSES), min_size=1, max_size=3)
+    ).map(
+        lambda pair: ContextSpec(
+            pair[0].iteration,
+            pair[0].initial,
+            pair[0].response,
+            pair[0].feedback,
+            pair[0].state,
+            provider=True,
+            tasks=tuple(pair[1]),
+        )
     )

@@ -13,6 +13,7 @@ import anyio
 
 from .. import _trace
 from .._agents import Agent
+from .._background import BackgroundAgentsProvider
 from .._clients import ScriptedChatClient
 from .._clock import simulate
 from .._errors import RealTimeLimitError, SimulationDeadlock, UserCodeAbortError
@@ -41,6 +42,7 @@ def _loop_case(
     *,
     real_time_limit: float | None = None,
     on_busy: Callable[[], None] | None = None,
+    background: bool = False,
 ) -> str | None:
     """Run the scripted loop of ``case``; the problem it shows, or None.
 
@@ -50,13 +52,19 @@ def _loop_case(
     done_at, cap, _, streaming = case
     events: list[_trace.Event] = []
     client = ScriptedChatClient(_script(case, marker), name="worker")
-    inner: Any = Agent(client, name="worker")
+    # background: the worker carries a provider (no tasks), for a task-aware evaluator
+    providers = [_provider()] if background else []
+    inner: Any = Agent(client, name="worker", context_providers=providers)
     if engine == "agent_framework":
         import agent_framework as af  # noqa: PLC0415 - only on this engine
 
         from ..agent_framework import as_agent, as_chat_client  # noqa: PLC0415
+        from ._af_loops import af_provider  # noqa: PLC0415
 
-        inner = as_agent(af.Agent(client=as_chat_client(client), name="worker"))
+        af_providers = [af_provider("background_agents", ["helper"])] if background else []
+        inner = as_agent(
+            af.Agent(client=as_chat_client(client), name="worker", context_providers=af_providers)
+        )
     agent = LoopAgent(inner, [make()], LoopAgentOptions(max_iterations=cap))
 
     async def main() -> None:
@@ -98,17 +106,30 @@ def _loop_case(
     return None
 
 
+def _provider() -> BackgroundAgentsProvider:
+    return BackgroundAgentsProvider([Agent(ScriptedChatClient([]), name="helper")])
+
+
 def _loop_scenario(
-    path: str, options: Mapping[str, Any], case: tuple[int, int, int, bool], marker: str
+    path: str,
+    options: Mapping[str, Any],
+    case: tuple[int, int, int, bool],
+    marker: str,
+    background: bool = False,
 ) -> Scenario:
     _, cap, _, streaming = case
+    agents: dict[str, Any] = {"worker": {"script": _script(case, marker)}}
+    parent: dict[str, Any] = {"agent": "worker"}
+    if background:
+        agents["helper"] = {"script": []}
+        parent["background_agents"] = ["helper"]
     return Scenario.model_validate(
         {
             "version": 1,
             "name": "check-evaluator-lets-loop-stop",
             "streaming": streaming,
-            "agents": {"worker": {"script": _script(case, marker)}},
-            "parent": {"agent": "worker"},
+            "agents": agents,
+            "parent": parent,
             "loop": {"evaluators": [{path: dict(options)}], "max_iterations": cap},
             "steps": [{"run": "do the task"}],
             "expect": {"stop_reason": "evaluators_stopped", "unused_turns": True},

@@ -239,6 +239,53 @@ def _tool_errors(value: Any) -> Any:
     return value
 
 
+#: the token counters a ``usage:`` expectation may name
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+class TokenCounts(StrictModel):
+    """Token counts: each a whole number or ``{min, max}``; the ones not named are not
+    checked."""
+
+    input_tokens: Count | RangeSpec | None = None
+    output_tokens: Count | RangeSpec | None = None
+    total_tokens: Count | RangeSpec | None = None
+
+    @field_validator(*USAGE_KEYS, mode="before")
+    @classmethod
+    def _a_range(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return RangeSpec.model_validate(value)  # its own message, not the number's
+        return value
+
+    def named(self) -> list[tuple[str, int | RangeSpec]]:
+        """The counters given, in order."""
+        return [(k, getattr(self, k)) for k in USAGE_KEYS if getattr(self, k) is not None]
+
+    @model_validator(mode="after")
+    def _checks_something(self) -> TokenCounts:
+        if not self.named() and not getattr(self, "agents", None):
+            raise PydanticCustomError(
+                "vacuous",
+                "an empty usage expectation checks nothing; give {keys}",
+                {"keys": ", ".join(USAGE_KEYS)},
+            )
+        return self
+
+
+class UsageExpect(TokenCounts):
+    """Token usage: the counters at the top are the usage of the response the host got
+    (the run's sum, as the agent reports it); ``agents`` are per agent, summed over that
+    agent's model calls in the transcript."""
+
+    agents: dict[Name, TokenCounts] | None = None
+
+    @field_validator("agents")
+    @classmethod
+    def _some_agents(cls, value: Any) -> Any:
+        return _not_empty("mapping", "name an agent and its token counts")(value)
+
+
 _TASKS_HINT = (
     "to say that no task is left running write `task_counts: {running: 0}`; "
     "to check a task, map its id to a status (`tasks: {1: completed}`)"
@@ -279,6 +326,8 @@ class StepExpect(StrictModel):
     def _some_tool_errors(cls, value: Any) -> Any:
         return _tool_errors(value)
 
+    #: token usage of the host's response, and per agent (UsageExpect)
+    usage: UsageExpect | None = None
     #: safety oracles (loopsim._oracles): no_duplicate_tool_calls, no_approval_bypass,
     #: no_running_tasks, no_lost_results
     safety: list[SafetyOracle] | None = None

@@ -1,0 +1,96 @@
+"""Steps that matter: an advance, approve, restart or release_session step whose removal
+leaves every expectation passing is reported (an error under ``strict: true``); no
+shipped scenario has one."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import loopsim
+from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
+from loopsim._scenario._weak import steps_that_do_not_matter
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::agent_framework._feature_stage.ExperimentalWarning"
+)
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+KINDS = ("advance", "approve", "restart", "release_session")
+
+RESTART = """\
+version: 1
+{strict}agents:
+  boss:
+    script:
+      - tool_call: {{name: background_agents_start_task, arguments: {{agent_name: worker, input: go, description: work}}}}
+      - Started.
+      - Done.
+  worker: {{policy: {{echo: {{delay: 5}}}}}}
+parent: {{agent: boss, background_agents: [worker]}}
+steps:
+  - run: start
+  - advance: 10
+  - restart
+  - run: again
+expect:
+  response: {{equals: Done.}}
+  elapsed: 10
+{extra}"""
+
+
+def _load(strict: str = "", extra: str = "") -> loopsim.LoadedScenario:
+    text = RESTART.format(strict=strict, extra=extra)
+    return load_scenario_text(textwrap.dedent(text), path="x.loopsim.yaml")
+
+
+def test_a_restart_nothing_checks_is_named() -> None:
+    found = steps_that_do_not_matter(_load())
+    assert [index for index, _ in found] == [2]
+    assert "nothing checks what this restart changes" in found[0][1]
+
+
+def test_an_expectation_of_what_the_restart_changes_makes_it_matter() -> None:
+    extra = "  events: [{kind: process_restart, count: 1}]\n"
+    assert steps_that_do_not_matter(_load(extra=extra)) == []
+
+
+def test_under_strict_it_is_a_located_failure() -> None:
+    loaded = _load(strict="strict: true\n")
+    result = run_scenario(loaded)
+    assert not result.passed
+    (failure,) = [f for f in result.failures if f.location == "steps[2]"]
+    assert "restart changes" in failure.message
+    assert failure.line == 14
+    # and the plain run of the same file passes: the check costs runs, so only strict pays
+    assert run_scenario(_load()).passed
+
+
+def _with_steps() -> list[Path]:
+    found = []
+    for path in sorted(SCENARIOS.glob("*.loopsim.yaml")):
+        steps = load_scenario(path).scenario.steps
+        if any(
+            type(s).__name__ in ("AdvanceStep", "ApprovalStep", "RestartStep", "ReleaseStep")
+            for s in steps
+        ):
+            found.append(path)
+    return found
+
+
+def test_every_step_of_every_shipped_scenario_matters() -> None:
+    # each shipped scenario with each advance/approve/restart/release step dropped in turn
+    # must fail (12 steps in 8 files: about 2 s on an idle machine)
+    paths = _with_steps()
+    assert len(paths) >= 8
+    began = time.monotonic()
+    unchecked = {
+        path.name: found
+        for path in paths
+        if (found := steps_that_do_not_matter(load_scenario(path)))
+    }
+    assert unchecked == {}
+    assert time.monotonic() - began < 120  # bounded: one run per such step
