@@ -15,8 +15,11 @@ Every iteration the fake model answers ``step k``; the loop continues until iter
 ``history`` runs pass a session created by the agent, so every model call receives the
 whole conversation so far (upstream: the ``InMemoryHistoryProvider`` it injects).
 
-Times are measured inside the event loop around ``agent.run`` only (agents and scripts
-are built before the clock starts), median of a few repeats.
+Times are CPU time (``time.process_time``) measured inside the event loop around
+``agent.run`` only (agents and scripts are built before the clock starts). For each case
+loopsim and upstream run in the same rounds, one run of each per round in alternating
+order; the ``x faster`` column is the median of the per-round ratios (95 % bootstrap
+interval in the note), the iter/s columns are medians and machine-dependent.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -41,9 +43,27 @@ from loopsim import (
 )
 
 try:  # run as a script (python benchmarks/run.py) or as a package module
-    from _common import Row, quiet_upstream, upstream_available
+    from _common import (
+        MACHINE,
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, quiet_upstream, upstream_available
+    from benchmarks._common import (
+        MACHINE,
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 
 NUDGE = AgentLoopMiddleware.DEFAULT_NEXT_MESSAGE
 SIZES = (10, 100, 1000)
@@ -101,12 +121,12 @@ def loopsim_once(kind: str, n: int, *, stream: bool, history: bool) -> float:
 
     async def main() -> float:
         session = agent.create_session() if history else None
-        began = time.perf_counter()
+        began = time.process_time()
         if stream:
             final = await _consume(agent.run_stream("go", session=session))
         else:
             final = await agent.run("go", session=session)
-        elapsed = time.perf_counter() - began
+        elapsed = time.process_time() - began
         assert final.text.endswith(f"step {n}"), final.text[-80:]
         return elapsed
 
@@ -172,12 +192,12 @@ def upstream_once(n: int, *, stream: bool, history: bool) -> float:
 
     async def main() -> float:
         session = agent.create_session() if history else None
-        began = time.perf_counter()
+        began = time.process_time()
         if stream:
             final = await _consume(agent.run("go", stream=True, session=session))
         else:
             final = await agent.run("go", session=session)
-        elapsed = time.perf_counter() - began
+        elapsed = time.process_time() - began
         assert f"step {n}" in final.text, final.text[-80:]
         return elapsed
 
@@ -189,14 +209,11 @@ def upstream_once(n: int, *, stream: bool, history: bool) -> float:
 # -- rows ---------------------------------------------------------------------------------
 
 
-def _median(fn: Callable[[], float], repeat: int) -> float:
+def _collected(fn: Callable[[], float]) -> float:
     # Collect before each run, on both sides alike: garbage a previous run left (its own or
     # the other side's) must not be collected inside the timed region of the next one.
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        times.append(fn())
-    return statistics.median(times)
+    gc.collect()
+    return fn()
 
 
 def run(
@@ -207,6 +224,9 @@ def run(
     upstream_history_max: int = 1000,
     log: Callable[[str], None] = print,
 ) -> list[Row]:
+    """Rows of every case. For each mode, session kind and size, loopsim's variants and
+    upstream run in the same :func:`~_common.interleaved` rounds (alternating order), so
+    the ratio row is the median of per-round ratios, with its bootstrap interval."""
     rows: list[Row] = []
     have_upstream = upstream and upstream_available()
     # warm up imports, pydantic schemas and caches on both sides before timing anything
@@ -226,45 +246,61 @@ def run(
                 "upstream": {},
             }
             for n in sizes:
+                # a LoopAgent always has a session; measured once under "history"
+                kinds = ["LoopAgent", "middleware"] if history else ["middleware"]
+                fns: list[Callable[[], object]] = [
+                    partial(
+                        _collected,
+                        partial(loopsim_once, kind, n, stream=stream, history=history),
+                    )
+                    for kind in kinds
+                ]
+                with_up = have_upstream and (not history or n <= upstream_history_max)
+                if with_up:
+                    fns.append(
+                        partial(
+                            _collected, partial(upstream_once, n, stream=stream, history=history)
+                        )
+                    )
                 r = repeats_for(n, repeat)
-                up: float | None = None
-                if have_upstream and (not history or n <= upstream_history_max):
-                    # the published package grows quadratically with history: one repeat at 1000
-                    up_r = 1 if history and n >= 1000 else r
-                    up = (
-                        _median(partial(upstream_once, n, stream=stream, history=history), up_r) / n
-                    )
+                if with_up and history and n >= 1000:
+                    r = 1  # the published package grows quadratically with history
+                samples = interleaved(fns, r, clock=None)
+                up_samples = samples[-1] if with_up else None
+                up = None if up_samples is None else median(up_samples) / n
+                if up is not None:
                     per_iter["upstream"][n] = up
-                for kind in ("LoopAgent", "middleware"):
-                    if kind == "LoopAgent" and not history:
-                        # a LoopAgent always has a session; measured once under "history"
-                        continue
-                    t = (
-                        _median(partial(loopsim_once, kind, n, stream=stream, history=history), r)
-                        / n
-                    )
+                for kind, own in zip(kinds, samples, strict=False):
+                    t = median(own) / n
                     per_iter[kind][n] = t
-                    ratio = None if up is None else up / t
+                    ratio = low = high = None
+                    note = MACHINE
+                    if up_samples is not None:
+                        ratio, low, high = paired_ratio(up_samples, own)
+                        note = interval_note(low, high, r)
                     rows.append(
                         Row(
                             section="loop",
                             case=f"{kind} {mode} {label} n={n}",
                             value=1 / t,
-                            unit="iter/s",
+                            unit="iter/s (CPU)",
                             upstream=None if up is None else 1 / up,
                             ratio=ratio,
                             target=">= 3x upstream" if ratio is not None else "",
                             met=None if ratio is None else ratio >= 3.0,
+                            note=note,
                             extra={
                                 "us_per_iter": t * 1e6,
                                 "upstream_us_per_iter": None if up is None else up * 1e6,
+                                "ratio_interval": None if low is None else [low, high],
                             },
                         )
                     )
                     log(
                         rows[-1].case
                         + f": {t * 1e6:.1f} us/iter"
-                        + ("" if up is None else f", upstream {up * 1e6:.1f} us/iter, x{ratio:.1f}")
+                        + ("" if up is None else f", upstream {up * 1e6:.1f} us/iter, x{ratio:.2f}")
+                        + ("" if low is None else f" [{low:.2f}-{high:.2f}]")
                     )
             if history and len(sizes) > 1:
                 lo, hi = min(sizes), max(sizes)
@@ -280,6 +316,7 @@ def run(
                                 unit="x per-iter cost",
                                 target="<= 2x" if kind != "upstream" else "(reference)",
                                 met=None if kind == "upstream" else growth <= 2.0,
+                                note="medians of separate sizes (a scale row, not a pair)",
                                 extra={
                                     "us_per_iter_lo": costs[lo] * 1e6,
                                     "us_per_iter_hi": costs[hi] * 1e6,

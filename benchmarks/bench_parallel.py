@@ -20,8 +20,6 @@ installed package has its ``.pyc`` files): the rows are a warm install, as in CI
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -31,11 +29,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import Row
+    from _common import Row, child_cpu, subprocess_env
     from bench_af import paired_ratio
     from bench_suites import write_suite
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row
+    from benchmarks._common import Row, child_cpu, subprocess_env
     from benchmarks.bench_af import paired_ratio
     from benchmarks.bench_suites import write_suite
 
@@ -44,28 +42,21 @@ CPU_TARGET = 1.3
 DIST_MODES = ("load", "loadfile", "worksteal")
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a warm install (see the module doc)
-    return env
-
-
-def _child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def pytest_run(folder: Path, extra: Sequence[str]) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``python -m pytest <folder> -q`` (must pass)."""
     command = [sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider"]
-    before = _child_cpu()
+    before = child_cpu()
     began = time.perf_counter()
     done = subprocess.run(  # noqa: S603 - our own interpreter running pytest on our own files
-        [*command, *extra], cwd=folder, env=_env(), capture_output=True, text=True, check=False
+        [*command, *extra],
+        cwd=folder,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wall = time.perf_counter() - began
-    cpu = _child_cpu() - before
+    cpu = child_cpu() - before
     if done.returncode != 0:
         tail = (done.stdout + done.stderr)[-3000:]
         msg = f"pytest {' '.join(extra) or '(serial)'} failed on the generated suite:\n{tail}"

@@ -10,8 +10,11 @@ upstream: agent-framework-core's ``BackgroundAgentsProvider`` driven the same wa
 child an upstream ``Agent`` on an in-process fake client that answers at once (real
 asyncio; no delay, so its figure is pure overhead), on 1k tasks.
 
-Time is the median of a few runs. Memory (tracemalloc) comes from one more run that is not
-timed (tracing slows a run down) and stops at three points, each figure divided by N:
+Time is CPU time (``time.process_time``) of the run, the median of a few runs; the
+absolute rows are machine-dependent, the growth row (per-task cost at 10k over 1k, both
+sizes measured in alternating rounds) is not. Memory (tracemalloc) comes from one more
+run that is not timed (tracing slows a run down) and stops at three points, each figure
+divided by N:
 
 * *peak per running task*: the peak while all N children are in flight at once (their
   frames, messages, native tasks and cancel scopes: the cost of N concurrent agent runs,
@@ -41,9 +44,27 @@ import loopsim
 from loopsim import AgentSession, BackgroundAgentsProvider, SessionContext
 
 try:
-    from _common import Row, median, quiet_upstream, upstream_available
+    from _common import (
+        MACHINE,
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median, quiet_upstream, upstream_available
+    from benchmarks._common import (
+        MACHINE,
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 
 SIZES = (1_000, 10_000)
 
@@ -113,10 +134,11 @@ async def loopsim_sleep(seconds: float) -> None:
 
 
 def loopsim_once(n: int) -> float:
+    """CPU seconds of one run (``time.process_time``: less disturbed by other load)."""
     gc.collect()
-    began = time.perf_counter()
+    began = time.process_time()
     loopsim.simulate(_drive_loopsim, n, wall_clock=False)
-    return time.perf_counter() - began
+    return time.process_time() - began
 
 
 def _traced_now() -> int:
@@ -203,9 +225,9 @@ def _upstream_drive(n: int) -> Callable[[], Any]:
 def upstream_once(n: int) -> float:
     drive = _upstream_drive(n)
     gc.collect()
-    began = time.perf_counter()
+    began = time.process_time()
     asyncio.run(drive())
-    return time.perf_counter() - began
+    return time.process_time() - began
 
 
 # -- rows ---------------------------------------------------------------------------------
@@ -223,8 +245,16 @@ def run(
     loopsim_once(100)  # warm up
     per_task: dict[int, float] = {}
     totals: dict[int, float] = {}
+    # every size once per round, alternating order: the growth row is a paired ratio
+    samples = dict(
+        zip(
+            sizes,
+            interleaved([functools.partial(loopsim_once, n) for n in sizes], repeat, clock=None),
+            strict=True,
+        )
+    )
     for n in sizes:
-        t = median([loopsim_once(n) for _ in range(repeat)])
+        t = median(samples[n])
         mem = memory(n)
         per_task[n] = t / n
         totals[n] = t
@@ -233,7 +263,8 @@ def run(
                 section="scale",
                 case=f"loopsim {n} tasks: time per task",
                 value=t / n * 1e6,
-                unit="us/task",
+                unit="us/task (CPU)",
+                note=MACHINE,
                 extra={"total_s": t, **{f"{k}_bytes": v for k, v in mem.items()}},
             )
         )
@@ -294,14 +325,16 @@ def run(
                     section="scale",
                     case=f"loopsim {n} tasks: total",
                     value=t,
-                    unit="s",
+                    unit="s CPU",
                     target="< 2 s",
                     met=t < 2.0,
+                    note=f"{MACHINE}; median of {repeat}",
                 )
             )
     if len(sizes) > 1:
         lo, hi = min(sizes), max(sizes)
-        growth = per_task[hi] / per_task[lo]
+        scaled = [t * lo / hi for t in samples[hi]]
+        growth, low, high = paired_ratio(scaled, samples[lo])
         rows.append(
             Row(
                 section="scale",
@@ -310,6 +343,7 @@ def run(
                 unit="x",
                 target="<= 1.2x",
                 met=growth <= 1.2,
+                note=interval_note(low, high, repeat),
             )
         )
         log(f"{rows[-1].case}: x{growth:.2f}")
@@ -322,8 +356,9 @@ def run(
                 section="scale",
                 case=f"{n} tasks: loopsim vs upstream provider",
                 value=ours,
-                unit="s",
+                unit="s CPU",
                 upstream=up,
+                note=f"{MACHINE}; upstream measured once",
                 ratio=up / ours,
                 extra={"upstream_us_per_task": up / n * 1e6},
             )

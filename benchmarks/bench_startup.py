@@ -26,9 +26,7 @@ first round warms them), as for an installed package.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -37,9 +35,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import Row
+    from _common import Row, run_cpu, subprocess_env
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row
+    from benchmarks._common import Row, run_cpu, subprocess_env
 
 #: Resamples of a bootstrap interval.
 BOOTSTRAP = 2000
@@ -55,38 +53,15 @@ _TIMED_IMPORT = (
 )
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a warm install: .pyc files are kept
-    return env
-
-
-def child_cpu() -> float:
-    """CPU seconds (user + system) of every finished child process so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def run_cpu(command: Sequence[str], cwd: Path, ok: Callable[[int], bool] | None = None) -> float:
-    """CPU seconds of one subprocess run of ``command`` (its return code must be ok)."""
-    before = child_cpu()
-    done = subprocess.run(  # noqa: S603 - our own interpreter on our own files
-        list(command), cwd=cwd, env=_env(), capture_output=True, text=True, check=False
-    )
-    spent = child_cpu() - before
-    if not (ok(done.returncode) if ok is not None else done.returncode == 0):
-        tail = (done.stdout + done.stderr)[-3000:]
-        msg = f"{' '.join(command)} failed ({done.returncode}):\n{tail}"
-        raise RuntimeError(msg)
-    return spent
-
-
 def import_cpu(module: str, before: str = "") -> float:
     """CPU seconds of importing ``module`` in a fresh interpreter (after ``before``)."""
     code = _TIMED_IMPORT.format(module=module, before=before)
     done = subprocess.run(  # noqa: S603 - our own interpreter
-        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(done.stdout.strip().splitlines()[-1])
 
@@ -96,7 +71,7 @@ def importtime_ms(module: str, before: str = "") -> float:
     code = f"{before}\nimport {module}"
     done = subprocess.run(  # noqa: S603 - our own interpreter
         [sys.executable, "-X", "importtime", "-c", code],
-        env=_env(),
+        env=subprocess_env(),
         capture_output=True,
         text=True,
         check=True,

@@ -13,13 +13,16 @@
 * ``hypothesis``: examples per second of a loop property (a LoopAgent over a scripted
   agent stops exactly at the marker or the cap, for drawn scripts and caps), each example
   its own simulation, as the project's property tests are written.
+* ``vary``: examples per CPU second of the same kind of LoopAgent property written as a
+  scenario file (``vary:`` over the iteration cap and the evaluators' decisions, checked
+  by ``always:`` and the invariants), run by ``run_vary``: the scenario path (target
+  >= 1,000 examples/s, issue 28 item 5).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,9 +31,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import Row, median
+    from _common import MACHINE, Row, median, run_cpu
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median
+    from benchmarks._common import MACHINE, Row, median, run_cpu
 
 LOOP_TEMPLATE = """\
 version: 1
@@ -103,25 +106,6 @@ def run_pytest(folder: Path, extra: Sequence[str]) -> float:
     return elapsed
 
 
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def cpu_of(command: Sequence[str], folder: Path) -> float:
-    """CPU seconds of one subprocess run of ``command`` in ``folder`` (must pass)."""
-    env = dict(os.environ)
-    env.pop("PYTEST_ADDOPTS", None)
-    before = child_cpu()
-    done = subprocess.run(  # noqa: S603 - our own interpreter on our own files
-        list(command), cwd=folder, env=env, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        msg = f"{' '.join(command)} failed:\n{(done.stdout + done.stderr)[-3000:]}"
-        raise RuntimeError(msg)
-    return child_cpu() - before
-
-
 def parallel_rows(files: int, log: Callable[[str], None]) -> list[Row]:
     rows: list[Row] = []
     pytest_cmd = [sys.executable, "-m", "pytest", ".", "-q", "-p", "no:cacheprovider"]
@@ -130,13 +114,13 @@ def parallel_rows(files: int, log: Callable[[str], None]) -> list[Row]:
         with tempfile.TemporaryDirectory(prefix="loopsim-bench-") as tmp:
             folder = Path(tmp)
             write_suite(folder, n)
-            serial = cpu_of(pytest_cmd, folder)
+            serial = run_cpu(pytest_cmd, folder)
             for label, extra in (
                 ("serial", []),
                 ("-n 2", ["-n", "2"]),
                 ("-n auto", ["-n", "auto"]),
             ):
-                cpu = serial if not extra else cpu_of([*pytest_cmd, *extra], folder)
+                cpu = serial if not extra else run_cpu([*pytest_cmd, *extra], folder)
                 rows.append(
                     Row(
                         section="suites",
@@ -147,8 +131,8 @@ def parallel_rows(files: int, log: Callable[[str], None]) -> list[Row]:
                 )
                 log(f"{rows[-1].case}: {cpu:.2f} s CPU")
             if n >= 100:
-                plain = cpu_of(run_cmd, folder)
-                chosen = cpu_of([*run_cmd, "-n", "2"], folder)
+                plain = run_cpu(run_cmd, folder)
+                chosen = run_cpu([*run_cmd, "-n", "2"], folder)
                 ratio = chosen / plain
                 rows.append(
                     Row(
@@ -201,6 +185,54 @@ def hypothesis_rate(examples: int) -> tuple[float, int]:
     return count[0] / elapsed, count[0]
 
 
+VARY_LOOP = """\
+version: 1
+description: A LoopAgent property as a vary scenario (benchmark).
+agents:
+  writer: {policy: {echo: {delay: 10, prefix: "draft for: "}}}
+parent: {agent: writer}
+loop:
+  evaluators:
+    - delegate: {decisions: [continue, continue, continue, continue, stop]}
+    - delegate: {decisions: [stop, stop, stop, stop, stop]}
+  max_iterations: 3
+steps:
+  - run: write
+expect:
+  iterations: 3
+  stop_reason: max_iterations
+vary:
+  loop.max_iterations: {one_of: [1, 2, 3, 4, 5]}
+  loop.evaluators[0].delegate.decisions:
+    {list_of: {one_of: [continue, stop]}, min_size: 5, max_size: 5}
+  loop.evaluators[1].delegate.decisions:
+    {list_of: {one_of: [continue, stop]}, min_size: 5, max_size: 5}
+vary_settings: {max_examples: EXAMPLES}
+always:
+  response: {contains: "draft for: write"}
+  elapsed: {min: 10, max: 50}
+  unused_turns: true
+"""
+
+
+def vary_rate(examples: int) -> tuple[float, int]:
+    """(examples per CPU second, examples run) of ``VARY_LOOP`` through ``run_vary``."""
+    from loopsim._scenario import load_scenario, run_vary  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="loopsim-bench-") as tmp:
+        path = Path(tmp) / "vary_loop.loopsim.yaml"
+        path.write_text(VARY_LOOP.replace("EXAMPLES", str(examples)), encoding="utf-8")
+        loaded = load_scenario(path)
+        run_vary(loaded, max_examples=5, seeded=True)  # warm up
+        began = time.process_time()
+        done = run_vary(loaded, seeded=True)
+        elapsed = time.process_time() - began
+    if not done.result.passed:
+        msg = f"the vary benchmark scenario failed:\n{done.result.report()}"
+        raise RuntimeError(msg)
+    return done.examples / elapsed, done.examples
+
+
 def run(
     *,
     files: int = 1000,
@@ -232,6 +264,19 @@ def run(
             case=f"hypothesis LoopAgent property ({ran} examples)",
             value=rate,
             unit="examples/s",
+        )
+    )
+    log(f"{rows[-1].case}: {rate:.0f} examples/s")
+    rate, ran = vary_rate(examples)
+    rows.append(
+        Row(
+            section="suites",
+            case=f"vary: LoopAgent property, scenario path ({ran} examples)",
+            value=rate,
+            unit="examples/s (CPU)",
+            target=">= 1000",
+            met=rate >= 1000,
+            note=MACHINE,
         )
     )
     log(f"{rows[-1].case}: {rate:.0f} examples/s")

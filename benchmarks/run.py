@@ -9,6 +9,10 @@ Usage (from the repository root, in an environment with the ``bench`` extra, e.g
     python benchmarks/run.py --sections af   # the agent_framework engine (issue 11)
     python benchmarks/run.py --readme        # also refresh the table in README.md
 
+Every row with a target shows it and a yes/NO (and the run ends with the list of NO
+rows); ratio rows are paired alternating rounds, medians of ratios with a bootstrap
+interval in the note; absolute rows say they are machine-dependent (see ``_common``).
+
 Writes ``benchmarks/results.json`` (rows + machine), ``benchmarks/results.md`` (the table)
 and, with the ``profile`` section, ``benchmarks/profile.txt`` (pyinstrument call tree of
 the loop benchmark). Ratios are loopsim against agent-framework-core measured in this
@@ -39,6 +43,7 @@ import bench_parallel  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
 import bench_scale  # noqa: E402
+import bench_stages  # noqa: E402
 import bench_startup  # noqa: E402
 import bench_suites  # noqa: E402
 import bench_time  # noqa: E402
@@ -49,6 +54,7 @@ SECTIONS = (
     "loop",
     "time",
     "scale",
+    "stages",
     "suites",
     "report",
     "profile",
@@ -201,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             upstream_size=100 if quick else 1_000,
             log=log,
         )
+    if "stages" in args.sections:
+        print("stages of a scenario file ...", flush=True)
+        rows += bench_stages.run(files=100 if quick else 1000, rounds=1 if quick else 3, log=log)
     if "suites" in args.sections:
         print("suites ...", flush=True)
         rows += bench_suites.run(
@@ -256,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = table(rows)
     print()
     print(render_text(cells))
+    targeted = [r for r in rows if r.met is not None]
+    missed = [r for r in targeted if not r.met]
+    print(f"\ntargets: {len(targeted) - len(missed)} of {len(targeted)} met")
+    for r in missed:
+        print(f"  NO  {r.section}: {r.case} = {_fmt(r.value)} {r.unit} (target {r.target})")
     payload = {"machine": info, "quick": quick, "rows": [r.as_dict() for r in rows]}
     args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     markdown = render_markdown(cells, info)

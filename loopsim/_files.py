@@ -16,6 +16,8 @@ __all__ = ["UnsafePathError", "check_inside", "file_in", "safe_file_stem", "writ
 _TMP_SUFFIX = ".tmp"
 _TMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<n>\d+)\.tmp$")
 _counter = itertools.count()  # unique temporary names per process (threads included)
+#: directories this process has cleaned of dead writers' temporaries
+_cleaned: set[str] = set()
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
@@ -24,15 +26,19 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     The text goes to a temporary file ``.<name>.<pid>.<n>.tmp`` in the same directory, is
     flushed to disk and renamed over ``path`` (``os.replace``): a crash at any point leaves
     either the old file or the new one, never a torn one. The directory is created when
-    missing. Temporary files a killed process left behind for the same ``path`` (their
-    process is gone) are removed first.
+    missing. Temporary files a killed process left behind in the directory (their process
+    is gone) are removed before the first write into it of this process (once per
+    directory: a suite writing a thousand transcripts into one folder scans it once).
 
     The new file gets the usual mode of a new file (``0o666`` less the umask), or the mode
     of the file it replaces.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(target)
+    folder = str(target.parent)
+    if folder not in _cleaned:
+        _remove_stale(target.parent)
+        _cleaned.add(folder)
     data = text.encode("utf-8")
     tmp = target.parent / f".{target.name}.{os.getpid()}.{next(_counter)}{_TMP_SUFFIX}"
     try:
@@ -57,15 +63,14 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
-def _remove_stale(target: Path) -> None:
-    """Delete ``.<name>.<pid>.<n>.tmp`` files of ``target`` whose writer process is gone."""
-    prefix = f".{target.name}."
+def _remove_stale(folder: Path) -> None:
+    """Delete the ``.<name>.<pid>.<n>.tmp`` files in ``folder`` whose writer is gone."""
     with contextlib.suppress(OSError):
-        for entry in os.scandir(target.parent):
-            if not entry.name.startswith(prefix):
+        for entry in os.scandir(folder):
+            if not entry.name.endswith(_TMP_SUFFIX):
                 continue
             match = _TMP.match(entry.name)
-            if match is None or match.group("name") != target.name:
+            if match is None:
                 continue
             if not _alive(int(match.group("pid"))):
                 with contextlib.suppress(OSError):

@@ -758,6 +758,12 @@ def _scenario_cassette(config: pytest.Config, path: Path, loaded: Any) -> Any:
     from ._transcript._cassette import Cassette, CassetteMissingError  # noqa: PLC0415
 
     mode = config.getoption(RECORD_MODE_OPTION)
+    if (
+        mode == "none"
+        and not (path.parent / "cassettes").is_dir()
+        and not model_agents(loaded.scenario)
+    ):
+        return None  # no cassette can exist: skip resolving its path (once per item)
     from ._files import file_in  # noqa: PLC0415 - startup
 
     target = cassette_path(loaded) or file_in(

@@ -12,7 +12,7 @@ import pytest
 
 import loopsim
 from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
-from loopsim._scenario._weak import steps_that_do_not_matter
+from loopsim._scenario._result import steps_that_do_not_matter
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::agent_framework._feature_stage.ExperimentalWarning"

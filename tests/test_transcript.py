@@ -27,6 +27,7 @@ from loopsim import (
 )
 from loopsim._clients import _detectors
 from loopsim._transcript import _commands
+from loopsim._transcript import _model as _transcript_model
 from loopsim._transcript._kinds import KIND_MODELS
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -166,7 +167,11 @@ def test_an_interrupted_write_leaves_the_old_file_intact(
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise OSError("simulated crash")
 
-    target = {"serialize": (json, "dumps"), "replace": (os, "replace"), "fsync": (os, "fsync")}
+    target = {
+        "serialize": (_transcript_model, "dumps_indented"),  # the writer's JSON encoder
+        "replace": (os, "replace"),
+        "fsync": (os, "fsync"),
+    }
     monkeypatch.setattr(*target[crash_in], crash)
     with pytest.raises(OSError, match="simulated crash"):
         loopsim.write_transcript(path, make([(1.0, "y", {})], scenario="new"))

@@ -54,6 +54,7 @@ from loopsim._entropy import install_uuid4, seeded_random
 from loopsim._scratch import removed_after
 from loopsim._trace import Trace
 
+from ._gc import with_simulation_gc
 from ._session import Session
 
 __all__ = ["DEFAULT_REAL_TIME_LIMIT", "DEFAULT_START", "VirtualClock", "current_clock", "simulate"]
@@ -341,14 +342,14 @@ def _runner(backend: str) -> Callable[[Session[T]], T]:
     if backend == "asyncio":
         from ._asyncio import run_asyncio  # noqa: PLC0415 - keep import of the package light
 
-        return run_asyncio
+        return with_simulation_gc(run_asyncio)
     if backend == "trio":
         try:
             from ._trio import run_trio  # noqa: PLC0415 - trio is an optional dependency
         except ImportError as exc:  # pragma: no cover - trio is installed in the test env
             msg = "backend='trio' needs trio installed (pip install trio)"
             raise ImportError(msg) from exc
-        return run_trio
+        return with_simulation_gc(run_trio)
     msg = f"unknown backend {backend!r}: expected 'asyncio' or 'trio'"
     raise ValueError(msg)
 

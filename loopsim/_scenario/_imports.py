@@ -27,6 +27,7 @@ import difflib
 import importlib
 import inspect
 import io
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -57,22 +58,32 @@ class UserCodeError(Exception):
     """Importing or preparing user code failed; the message says what and where."""
 
 
+# os.path rather than pathlib below: every scenario load walks these folders, and
+# pathlib's objects cost more than the stat calls themselves (benchmarks/bench_stages.py).
+
+
 def base_folder(folder: Path) -> Path:
     """The first folder from ``folder`` upwards without an ``__init__.py``."""
-    folder = folder.resolve()
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        folder = folder.parent
-    return folder
+    current = os.path.realpath(folder)
+    while os.path.isfile(os.path.join(current, "__init__.py")):  # noqa: PTH113, PTH118 - str paths: see above
+        parent = os.path.dirname(current)  # noqa: PTH120 - str paths: see above
+        if parent == current:
+            break
+        current = parent
+    return Path(current)
 
 
 def find_rootdir(folder: Path) -> Path:
     """The nearest folder from ``folder`` upwards holding a pytest config file, else
     ``folder`` itself."""
-    start = folder.resolve()
-    for candidate in (start, *start.parents):
-        if any((candidate / name).is_file() for name in CONFIG_FILES):
-            return candidate
-    return start
+    start = current = os.path.realpath(folder)
+    while True:
+        if any(os.path.isfile(os.path.join(current, n)) for n in CONFIG_FILES):  # noqa: PTH113, PTH118
+            return Path(current)
+        parent = os.path.dirname(current)  # noqa: PTH120 - str paths: see above
+        if parent == current:
+            return Path(start)
+        current = parent
 
 
 def user_folders(path: Path | None, rootdir: str | Path | None = None) -> tuple[Path, ...]:
@@ -80,7 +91,7 @@ def user_folders(path: Path | None, rootdir: str | Path | None = None) -> tuple[
     folder, then the rootdir (given, else found from the base folder). Without a path
     (text, or ``check-evaluator``), the current folder stands in for the file's."""
     base = base_folder(Path.cwd() if path is None else path.parent)
-    root = find_rootdir(base) if rootdir is None else Path(rootdir).resolve()
+    root = find_rootdir(base) if rootdir is None else Path(os.path.realpath(rootdir))
     return (base,) if root == base else (base, root)
 
 

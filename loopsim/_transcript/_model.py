@@ -35,6 +35,7 @@ from .._errors import TranscriptError
 from .._files import write_atomic
 from .._version import __version__
 from ._codec import RefError, TranscriptLimits, decode_messages, encode_events, max_depth_problem
+from ._jsontext import dumps_indented
 from ._kinds import check_data, check_messages
 
 __all__ = [
@@ -126,7 +127,7 @@ class Transcript(BaseModel):
             "loopsim_version": self.loopsim_version,
             "events": encode_events(self.events),
         }
-        return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+        return dumps_indented(body) + "\n"
 
     @classmethod
     def from_json(

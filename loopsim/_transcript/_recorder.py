@@ -42,6 +42,23 @@ def _fallback(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+#: Types a value of which is JSON data as it is (exact types: a subclass is converted).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _event(seq: int, time: float, kind: str, data: dict[str, Any]) -> TranscriptEvent:
+    # What ``TranscriptEvent.model_construct`` builds, without its per-call field walk:
+    # the recorder's own values are already what validation would keep.
+    event = _new_object(TranscriptEvent)
+    _set_attribute(event, "__dict__", {"seq": seq, "time": time, "kind": kind, "data": data})
+    _set_attribute(event, "__pydantic_fields_set__", {"seq", "time", "kind", "data"})
+    _set_attribute(event, "__pydantic_extra__", None)
+    _set_attribute(event, "__pydantic_private__", None)
+    return event
+
+
 def jsonable(value: Any) -> Any:
     """``value`` as JSON data (models dumped in JSON mode, enums by value, sets sorted)."""
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -74,6 +91,8 @@ class Recorder:
     Events are converted to JSON data when they are emitted, so objects that change
     later cannot change the record. Messages are dumped once each, however many
     requests resend them (a request holds the whole history), and the dumps are shared.
+    The transcript's event models are built when it is first read (a passing scenario
+    whose transcript nobody reads never builds them).
     The recorder only listens through :meth:`Trace.subscribe`; nothing special-cases it.
 
     Args:
@@ -108,7 +127,9 @@ class Recorder:
         self.seed = self.trace.seed if seed is None else seed
         self.backend = backend
         self.engine = None if engine == "loopsim" else engine
-        self._events: list[TranscriptEvent] = []
+        #: (time, kind, data) of each event, converted; models are built on first read
+        self._raw: list[tuple[float, str, dict[str, Any]]] = []
+        self._built: list[TranscriptEvent] = []
         self._dumped: dict[int, tuple[Message, dict[str, Any]]] = {}
         self._requests: dict[tuple[Any, Any], tuple[list[Any], list[Any]]] = {}
         self._outside: dict[str, str] = {}
@@ -130,6 +151,15 @@ class Recorder:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @property
+    def _events(self) -> list[TranscriptEvent]:
+        built = self._built
+        raw = self._raw
+        for seq in range(len(built) + 1, len(raw) + 1):
+            time, kind, data = raw[seq - 1]
+            built.append(_event(seq, time, kind, data))
+        return built
 
     @property
     def events(self) -> tuple[TranscriptEvent, ...]:
@@ -167,6 +197,13 @@ class Recorder:
         return dumped
 
     def _convert(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if kind is Message:
+            return self._dump(value)
+        if kind is list or kind is tuple:
+            return [self._convert(v) for v in value]
         if isinstance(value, Message):
             return self._dump(value)
         if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
@@ -224,11 +261,7 @@ class Recorder:
             value = data.get(key)
             if type(value) is str and len(value) == 36:
                 data[key] = self._stable(value)
-        self._events.append(
-            TranscriptEvent.model_construct(
-                seq=len(self._events) + 1, time=float(event.time), kind=event.kind, data=data
-            )
-        )
+        self._raw.append((float(event.time), event.kind, data))
 
 
 def record(
