@@ -6,10 +6,8 @@
   ``python -m pytest <dir> -q`` runs them in a subprocess, once serially and once with
   ``-n 2`` (pytest-xdist). The figure is the subprocess's wall time, interpreter start and
   collection included — what a CI job sees.
-* ``parallel``: for 10, 100 and N generated files, the CPU time (the subprocesses',
-  user + system: less disturbed by other load than wall time) of ``pytest`` serial,
-  ``-n 2`` and ``-n auto``; and of ``loopsim run -n 2`` against ``loopsim run`` serial,
-  which must never be slower from 100 files on (it runs such suites serially).
+* ``-n`` against serial, CPU and wall for 10, 100 and 1,000 files, is
+  ``bench_parallel.py``'s section.
 * ``hypothesis``: examples per second of a loop property (a LoopAgent over a scripted
   agent stops exactly at the marker or the cap, for drawn scripts and caps), each example
   its own simulation, as the project's property tests are written.
@@ -31,9 +29,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import MACHINE, Row, median, run_cpu
+    from _common import MACHINE, Row, median
 except ImportError:  # pragma: no cover
-    from benchmarks._common import MACHINE, Row, median, run_cpu
+    from benchmarks._common import MACHINE, Row, median
 
 LOOP_TEMPLATE = """\
 version: 1
@@ -104,49 +102,6 @@ def run_pytest(folder: Path, extra: Sequence[str]) -> float:
         msg = f"pytest failed on the generated suite ({' '.join(extra) or 'serial'}):\n{tail}"
         raise RuntimeError(msg)
     return elapsed
-
-
-def parallel_rows(files: int, log: Callable[[str], None]) -> list[Row]:
-    rows: list[Row] = []
-    pytest_cmd = [sys.executable, "-m", "pytest", ".", "-q", "-p", "no:cacheprovider"]
-    run_cmd = [sys.executable, "-m", "loopsim", "run", ".", "-q"]
-    for n in sorted({10, 100, files}):
-        with tempfile.TemporaryDirectory(prefix="loopsim-bench-") as tmp:
-            folder = Path(tmp)
-            write_suite(folder, n)
-            serial = run_cpu(pytest_cmd, folder)
-            for label, extra in (
-                ("serial", []),
-                ("-n 2", ["-n", "2"]),
-                ("-n auto", ["-n", "auto"]),
-            ):
-                cpu = serial if not extra else run_cpu([*pytest_cmd, *extra], folder)
-                rows.append(
-                    Row(
-                        section="suites",
-                        case=f"pytest {n} files ({label}): CPU",
-                        value=cpu,
-                        unit="s CPU",
-                    )
-                )
-                log(f"{rows[-1].case}: {cpu:.2f} s CPU")
-            if n >= 100:
-                plain = run_cpu(run_cmd, folder)
-                chosen = run_cpu([*run_cmd, "-n", "2"], folder)
-                ratio = chosen / plain
-                rows.append(
-                    Row(
-                        section="suites",
-                        case=f"loopsim run {n} files: -n 2 / serial CPU",
-                        value=ratio,
-                        unit="x",
-                        target="<= 1.1x (never slower)",
-                        met=ratio <= 1.1,
-                        note="loopsim run runs a small plain suite serially",
-                    )
-                )
-                log(f"{rows[-1].case}: {ratio:.2f}x")
-    return rows
 
 
 def hypothesis_rate(examples: int) -> tuple[float, int]:
@@ -256,7 +211,6 @@ def run(
                 )
             )
             log(f"{rows[-1].case}: {t:.2f} s ({t / files * 1e3:.2f} ms/file)")
-    rows.extend(parallel_rows(files, log))
     rate, ran = hypothesis_rate(examples)
     rows.append(
         Row(
