@@ -69,6 +69,7 @@ from ._errors import LoopsimError as LoopsimError
 from ._errors import RealTimeLimitError as RealTimeLimitError
 from ._errors import ReplayedModelError as ReplayedModelError
 from ._errors import ReplayMismatchError as ReplayMismatchError
+from ._errors import RunawayLoopError as RunawayLoopError
 from ._errors import ScenarioError as ScenarioError
 from ._errors import ScriptExhaustedError as ScriptExhaustedError
 from ._errors import SimulationDeadlock as SimulationDeadlock
@@ -210,6 +211,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "ReplayMismatchError",
     "ReplayedModelError",
     "ResponseStream",
+    "RunawayLoopError",
     "Scenario",
     "ScenarioError",
     "ScenarioLimits",

@@ -241,6 +241,33 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         # One ulp of the current virtual time: "due" means when <= time() (module doc).
         # BaseEventLoop.__init__ stored the real monotonic clock's resolution; not ours.
         self._clock_resolution = math.ulp(self._vclock._elapsed)
+        # Runaway loops: callbacks run since virtual time last moved (see _run_once).
+        self._max_steps = session.max_steps
+        self._steps = 0
+        self._steps_at = self._vclock._elapsed
+
+    def _run_once(self) -> None:
+        # Count the callbacks this cycle runs at the current instant: a program that
+        # keeps the loop busy without letting time move (``while True: await
+        # asyncio.sleep(0)``) is a runaway loop after max_steps of them, on any machine.
+        now = self._vclock._elapsed
+        if now != self._steps_at:
+            self._steps_at = now
+            self._steps = 0
+        self._steps += len(self._ready) or 1  # type: ignore[attr-defined]  # CPython's ready queue
+        if self._steps > self._max_steps:
+            self._steps = 0  # one report per limit's worth of steps
+            self._session.steps_ran_away(self._stepping())
+        super()._run_once()  # type: ignore[misc]  # BaseEventLoop's private cycle
+
+    def _stepping(self) -> str | None:
+        """The first task about to take a step (the spinning one), described."""
+        for handle in self._ready:  # type: ignore[attr-defined]  # CPython's ready queue
+            task = getattr(getattr(handle, "_callback", None), "__self__", None)
+            if isinstance(task, asyncio.Task) and not task.done():
+                name = self._session.name if task is self._root_task else task.get_name()
+                return describe_task(name, task.get_coro())
+        return None
 
     # -- the self-pipe, made when first needed --------------------------------------------
     #

@@ -96,6 +96,10 @@ class _TrioVirtualClock(trio.abc.Clock):
         self._keys: dict[trio.lowlevel.Task, tuple[int, int]] = {}
         #: Set by the last escalation step: raised from the run loop at its next batch.
         self._abort: BaseException | None = None
+        # Runaway loops: task steps since virtual time last moved (see _Scheduling).
+        self.max_steps = session.max_steps
+        self.steps = 0
+        self.steps_at = self._vclock._elapsed
         session.on_start = self._on_start
         session.describe = self._describe_waiting
         session.step = self._step
@@ -217,6 +221,11 @@ class _TrioVirtualClock(trio.abc.Clock):
             for task in self._tasks()
         )
 
+    def spinning(self, task: trio.lowlevel.Task) -> None:
+        """More than the limit of steps at one instant; ``task`` just took the last one."""
+        name = self._session.name if task is self._root_task else task.name
+        self._session.steps_ran_away(describe_task(name, task.coro))
+
     def _describe_waiting(self) -> list[str]:
         root = self._root_task
         return [
@@ -255,6 +264,16 @@ class _Scheduling(trio.abc.Instrument):
         if task.coro.cr_frame is not None:
             clock._last_step[task] = clock._phase
         clock._phase += 1
+        # Runaway loops: task steps at one virtual instant (the asyncio loop counts its
+        # callbacks the same way).
+        now = clock._vclock._elapsed
+        if now != clock.steps_at:
+            clock.steps_at = now
+            clock.steps = 0
+        clock.steps += 1
+        if clock.steps > clock.max_steps:
+            clock.steps = 0
+            clock.spinning(task)
 
     def after_io_wait(self, timeout: float) -> None:  # noqa: ARG002 - trio's hook signature
         # Deadline expiry comes next: its wake-ups form one phase of their own.

@@ -237,8 +237,12 @@ def record(
     backend: Literal["asyncio", "trio"] = "asyncio",
     seed: int = 0,
     scenario: str | None = None,
+    **limits: Any,
 ) -> tuple[T, Transcript]:
     """Run ``async_fn(*args)`` on a fresh virtual clock and return (result, transcript).
+
+    ``limits`` are the limits of :func:`~loopsim.simulate` (``virtual_time_limit``,
+    ``real_time_limit``, ``max_steps_per_instant``, ``max_model_calls``; docs/limits.md).
 
     Example:
         >>> import loopsim
@@ -251,5 +255,21 @@ def record(
 
     recorder = Recorder(Trace(seed=seed), scenario=scenario, backend=backend)
     with recorder:
-        result = simulate(async_fn, *args, backend=backend, trace=recorder.trace)
+        result = simulate(async_fn, *args, backend=backend, trace=recorder.trace, **_limits(limits))
     return result, recorder.transcript
+
+
+_LIMITS = frozenset(
+    {"virtual_time_limit", "real_time_limit", "max_steps_per_instant", "max_model_calls"}
+)
+
+
+def _limits(limits: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(limits) - _LIMITS)
+    if unknown:
+        msg = (
+            f"record() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"its limits are {', '.join(sorted(_LIMITS))}"
+        )
+        raise TypeError(msg)
+    return limits

@@ -10,6 +10,7 @@ from agent_framework.observability import ChatTelemetryLayer
 
 from .. import _trace
 from .._clients import ChatClient, ModelError, RecordingChatClient
+from .._clock import model_call
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
@@ -107,6 +108,8 @@ class LoopsimChatClient(
         session = scope.session if scope is not None else None
         converted = [self._convert(m) for m in messages]
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
+        if self._emits:
+            model_call(agent)  # the run's max_model_calls (runaway loops)
         if self._emits and _trace.observed():
             _trace.emit(
                 "model_request",
