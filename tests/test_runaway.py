@@ -1,5 +1,5 @@
 # The programs below are runaway loops on purpose (busy loops, loops that never await).
-# ruff: noqa: ASYNC110, ASYNC115, ASYNC251, PERF203, PT018, S110, SIM105
+# ruff: noqa: ASYNC110, ASYNC115, ASYNC251, PERF203, PT018, SIM105
 """Runaway loops end deterministically (issue 21 item 11).
 
 * more than ``max_steps_per_instant`` steps at one virtual instant, or more than
@@ -146,7 +146,9 @@ def test_the_call_limit_ends_the_same_way_on_every_run_and_backend() -> None:
     texts = set()
     for backend in ("asyncio", "trio", "asyncio"):
         with pytest.raises(RunawayLoopError) as caught:
-            simulate(_endless_loop(_zero_delay_model()).run, "go", backend=backend, max_model_calls=9)
+            simulate(
+                _endless_loop(_zero_delay_model()).run, "go", backend=backend, max_model_calls=9
+            )
         texts.add(str(caught.value))
     assert len(texts) == 1
 
