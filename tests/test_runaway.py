@@ -376,3 +376,41 @@ def test_a_long_loop_keeps_a_fixed_number_of_objects_per_iteration(recorded: boo
 
 def test_trio_is_installed() -> None:
     assert trio.__version__
+
+
+def _af_retained_after(iterations: int) -> int:
+    import agent_framework as af
+
+    from loopsim.agent_framework import as_chat_client
+
+    def more(*, iteration: int, **_: Any) -> bool:
+        return iteration < iterations
+
+    agent = af.Agent(
+        client=as_chat_client(loopsim.FunctionChatClient(lambda *_args, **_kwargs: "again")),
+        name="writer",
+        middleware=[af.AgentLoopMiddleware(more, max_iterations=iterations)],
+    )
+
+    async def main() -> str:
+        session = agent.create_session()
+        return (await agent.run("go", session=session)).text
+
+    gc.collect()
+    before = len(gc.get_objects())
+    simulate(main)
+    gc.collect()
+    return len(gc.get_objects()) - before
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_long_agent_framework_loop_keeps_a_fixed_number_of_objects_per_iteration() -> None:
+    # agent_framework sends shallow copies of the whole history on every model call; the
+    # adapter used to convert (and keep) every copy: objects per iteration grew with the
+    # loop's length (about 1,200 per iteration from 20 to 60 iterations, 300 up to 20).
+    _af_retained_after(3)
+    small = _af_retained_after(20)
+    large = _af_retained_after(60)
+    per_small = small / 20
+    per_large = (large - small) / 40
+    assert per_large <= per_small * 1.5 + 5, (small, large)
