@@ -414,3 +414,15 @@ def test_a_long_agent_framework_loop_keeps_a_fixed_number_of_objects_per_iterati
     per_small = small / 20
     per_large = (large - small) / 40
     assert per_large <= per_small * 1.5 + 5, (small, large)
+
+
+def test_the_limits_block_of_docs_limits_md_sets_the_runaway_limits() -> None:
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "limits.md"
+    block = docs.read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]
+    text = SCENARIO.format(engine="loopsim", backend="asyncio", script="a").replace(
+        "limits:\n  model_calls: 7\n", block
+    )
+    limits = load_scenario_text(text).scenario.limits
+    assert (limits.model_calls, limits.steps_per_instant) == (500, 50_000)
