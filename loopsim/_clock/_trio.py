@@ -99,7 +99,6 @@ class _TrioVirtualClock(trio.abc.Clock):
         # Runaway loops: task steps since virtual time last moved (see _Scheduling).
         self.max_steps = session.max_steps
         self.steps = 0
-        self.steps_at = self._vclock._elapsed
         session.on_start = self._on_start
         session.describe = self._describe_waiting
         session.step = self._step
@@ -135,6 +134,7 @@ class _TrioVirtualClock(trio.abc.Clock):
                 self._raise_abort()
                 return 0.0
             self._vclock._advance_to(deadline)
+            self.steps = 0  # a new instant (runaway loops count per instant)
             return 0.0
         if io_pending:
             return IO_WAIT
@@ -265,13 +265,10 @@ class _Scheduling(trio.abc.Instrument):
             clock._last_step[task] = clock._phase
         clock._phase += 1
         # Runaway loops: task steps at one virtual instant (the asyncio loop counts its
-        # callbacks the same way).
-        now = clock._vclock._elapsed
-        if now != clock.steps_at:
-            clock.steps_at = now
-            clock.steps = 0
-        clock.steps += 1
-        if clock.steps > clock.max_steps:
+        # callbacks the same way; the clock starts the count again when it moves time).
+        steps = clock.steps + 1
+        clock.steps = steps
+        if steps > clock.max_steps:
             clock.steps = 0
             clock.spinning(task)
 
