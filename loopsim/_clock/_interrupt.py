@@ -12,11 +12,13 @@ exceptions between bytecodes, so an interruption delivered that way reaches such
   which runs the handler as if the signal had arrived but sends no real signal and sets
   no timer (so pytest-timeout's or the program's own ``setitimer`` stays untouched). A
   ``SIGALRM`` that is not loopsim's is passed on to the previous handler.
-* **in another thread** (signal handlers only run in the main thread), the watchdog
-  raises the same exception asynchronously in that thread
-  (``PyThreadState_SetAsyncExc``, through ``ctypes``).
+* **in another thread** signal handlers do not run, and an asynchronous exception
+  (``PyThreadState_SetAsyncExc``) lands wherever the thread is, locks and finalizers of
+  the standard library included, and left a later run in the same process hanging; so a
+  run off the main thread is not interrupted: it is stopped when its code next lets the
+  event loop run (the watchdog's callback), and code that never does spins on.
 
-Neither reaches code blocked inside one C call (``time.sleep(3600)``, a lock's
+The interruption does not reach code blocked inside one C call (``time.sleep(3600)``, a lock's
 ``acquire()`` without timeout, a C extension's loop): the exception is raised once that
 call returns. The exception is a ``BaseException`` (:class:`Interrupted`) so that tool
 and evaluator layers that turn ``Exception`` into results do not swallow it; the run
@@ -26,8 +28,6 @@ then fails with the :class:`~loopsim.RealTimeLimitError` recorded just before.
 from __future__ import annotations
 
 import _thread
-import contextlib
-import ctypes
 import signal
 import sys
 import sysconfig
@@ -94,11 +94,10 @@ class Interrupter:
         with self._lock:
             if not self.active:
                 return False
+            if not self._installed or _SIGNAL is None:
+                return False  # off the main thread: see the module's doc
             self.sent += 1
-            if self._installed and _SIGNAL is not None:
-                _thread.interrupt_main(_SIGNAL)
-            else:
-                _async_raise(self.thread, Interrupted)
+            _thread.interrupt_main(_SIGNAL)
             return True
 
     def close(self) -> None:
@@ -106,8 +105,6 @@ class Interrupter:
         try:
             with self._lock:
                 self.active = False
-                if self.sent and not self._installed:
-                    _async_raise(self.thread, None)  # drop one not yet raised
             if self._installed:
                 # signal.signal runs pending handlers first; ours ignores a late request.
                 signal.signal(_SIGNAL, self._previous)  # type: ignore[arg-type]  # what getsignal gave
@@ -192,11 +189,3 @@ def _is_program(frame: FrameType) -> bool:
         return False
     filename = code.co_filename
     return not (filename.startswith(_STDLIB) and "site-packages" not in filename)
-
-
-def _async_raise(thread: int, exc: type[BaseException] | None) -> None:
-    # PyThreadState_SetAsyncExc(id, NULL) clears a pending asynchronous exception.
-    with contextlib.suppress(Exception):
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread), ctypes.py_object(exc) if exc is not None else None
-        )
