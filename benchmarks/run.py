@@ -39,6 +39,7 @@ import bench_af  # noqa: E402
 import bench_faults  # noqa: E402
 import bench_loop  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_overheads  # noqa: E402
 import bench_parallel  # noqa: E402
 import bench_recording  # noqa: E402
 import bench_report  # noqa: E402
@@ -65,6 +66,7 @@ SECTIONS = (
     "memory",
     "startup",
     "parallel",
+    "overheads",
 )
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
@@ -228,6 +230,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("memory across runs ...", flush=True)
         engines = ("loopsim", "agent_framework") if upstream else ("loopsim",)
         rows += bench_memory.run(engines, runs=300 if quick else 2000, log=log)
+        print("memory per iteration of a long loop ...", flush=True)
+        sizes = {"loopsim": [10, 100, 1000], "agent_framework": [10, 100, 200]}
+        rows += bench_memory.iteration_rows(engines, sizes, log=log)
+    if "overheads" in args.sections:
+        print("overheads: zero-touch tracing, live session state ...", flush=True)
+        rows += bench_overheads.run(repeat=5 if quick else 21, log=log)
     if "profile" in args.sections:
         try:
             import profile_loop  # noqa: PLC0415

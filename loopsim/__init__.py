@@ -85,6 +85,7 @@ if _typing.TYPE_CHECKING:
     from ._errors import RealTimeLimitError as RealTimeLimitError
     from ._errors import ReplayedModelError as ReplayedModelError
     from ._errors import ReplayMismatchError as ReplayMismatchError
+    from ._errors import RunawayLoopError as RunawayLoopError
     from ._errors import ScenarioError as ScenarioError
     from ._errors import ScriptExhaustedError as ScriptExhaustedError
     from ._errors import SimulationDeadlock as SimulationDeadlock
@@ -236,6 +237,7 @@ _LAZY: dict[str, str] = {
     "ReplayMismatchError": "._errors",
     "ReplayedModelError": "._errors",
     "ResponseStream": "._agents",
+    "RunawayLoopError": "._errors",
     "Scenario": "._scenario",
     "ScenarioError": "._errors",
     "ScenarioLimits": "._scenario",
@@ -389,6 +391,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "ReplayMismatchError",
     "ReplayedModelError",
     "ResponseStream",
+    "RunawayLoopError",
     "Scenario",
     "ScenarioError",
     "ScenarioLimits",

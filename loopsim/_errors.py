@@ -9,7 +9,8 @@ LoopsimError(Exception)
 │   ├── SimulationDeadlock                         what each task waits on
 │   ├── SimulationLimitError                       .limit, .value, what each task waits on
 │   │   ├── VirtualTimeLimitError                  virtual-time budget / wall-clock range
-│   │   └── RealTimeLimitError                     the real-time watchdog
+│   │   ├── RealTimeLimitError                     the real-time watchdog
+│   │   └── RunawayLoopError                       steps at one instant / model calls, .agent
 │   └── UserCodeAbortError                              a BaseException from user code, .origin
 ├── ReplayMismatchError(LoopsimError, AssertionError)  first divergent event, both sides
 ├── ReplayedModelError(LoopsimError, RuntimeError)  a recorded model failure, raised again
@@ -33,6 +34,7 @@ __all__ = [
     "RealTimeLimitError",
     "ReplayMismatchError",
     "ReplayedModelError",
+    "RunawayLoopError",
     "ScenarioError",
     "ScriptExhaustedError",
     "SimulationDeadlock",
@@ -298,6 +300,50 @@ class VirtualTimeLimitError(SimulationLimitError):
 class RealTimeLimitError(SimulationLimitError):
     """The real-time watchdog stopped a run that took too long in real seconds (a busy loop,
     a task that swallows cancellation, blocking code)."""
+
+
+class RunawayLoopError(SimulationLimitError):
+    """A run went round without end: too many steps at one virtual instant, or too many
+    model calls in all (counts, so it ends the same way on any machine).
+
+    Attributes (besides :class:`SimulationLimitError`'s; ``value`` is the count allowed):
+        limit: ``"steps_per_instant"`` or ``"model_calls"``.
+        agent: the agent whose model call crossed the limit, or the agent that last called
+            its model before the steps ran away (None when no model was called yet).
+        loop: the loop agent whose iteration was running then (None outside any loop).
+        iteration: that loop's iteration (None outside any loop).
+        task: the task that was spinning (``steps_per_instant``; its name and where it
+            is), or None.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        limit: str,
+        value: float,
+        agent: str | None = None,
+        loop: str | None = None,
+        iteration: int | None = None,
+        task: str | None = None,
+        waiting: Sequence[str] = (),
+        setting: str = "",
+        virtual_time: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.agent = agent
+        self.loop = loop
+        self.iteration = iteration
+        self.task = task
+        super().__init__(
+            problem,
+            limit=limit,
+            value=value,
+            waiting=waiting,
+            setting=setting,
+            virtual_time=virtual_time,
+            seed=seed,
+        )
 
 
 class UserCodeAbortError(SimulationError):

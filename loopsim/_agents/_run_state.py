@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _trace
 from .._clients._hosted import emit_hosted
+from .._clock import model_call
 from .._messages import (
     AgentResponse,
     ChatOptions,
@@ -206,6 +207,7 @@ class RunState:
         if self.later_history is not None:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None
+        model_call(self.agent._label)  # the run's max_model_calls (runaway loops)
         if _trace.observed():  # spares listing the tool names for nobody
             # named only for a request that continues a service's copy of the conversation
             conversation = self.chat_options.conversation_id if self.service else None

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import anyio
 
 from .. import _trace
+from .._clock import model_call
 from .._clock._wall import real_seconds
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._hosted import emit_hosted
@@ -258,6 +259,7 @@ class RecordingChatClient:
         )
         self.turns.append(turn)
         if self.emit:
+            model_call(turn.agent)  # the run's max_model_calls (runaway loops)
             _trace.emit(
                 "model_request",
                 agent=turn.agent,

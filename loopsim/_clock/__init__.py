@@ -28,7 +28,11 @@ Limits of a run (``docs/limits.md``), each ending it with a
 * ``real_time_limit`` (default :data:`DEFAULT_REAL_TIME_LIMIT`, 60 s): the real-time
   watchdog, which stops busy loops and tasks that swallow their cancellation;
 * with ``wall_clock=True``, virtual time cannot pass the last instant a ``datetime`` can
-  show (year 9999).
+  show (year 9999);
+* ``max_steps_per_instant`` (default :data:`DEFAULT_STEPS_PER_INSTANT`) and
+  ``max_model_calls`` (default :data:`DEFAULT_MODEL_CALLS`): runaway loops, counted, so
+  they end the same way whatever the machine's speed
+  (:class:`~loopsim._errors.RunawayLoopError`, naming the agent and the loop).
 
 Limits (by design, documented here once): threads are seen through the default
 thread limiter and the asyncio executor hooks, so a thread started with ``threading``
@@ -55,9 +59,20 @@ from loopsim._scratch import removed_after
 from loopsim._trace import Trace
 
 from ._gc import with_simulation_gc
-from ._session import Session
+from ._interrupt import Interrupter
+from ._session import DEFAULT_MODEL_CALLS, DEFAULT_STEPS_PER_INSTANT, Session
 
-__all__ = ["DEFAULT_REAL_TIME_LIMIT", "DEFAULT_START", "VirtualClock", "current_clock", "simulate"]
+__all__ = [
+    "DEFAULT_MODEL_CALLS",
+    "DEFAULT_REAL_TIME_LIMIT",
+    "DEFAULT_START",
+    "DEFAULT_STEPS_PER_INSTANT",
+    "VirtualClock",
+    "current_clock",
+    "loop_iteration",
+    "model_call",
+    "simulate",
+]
 
 T = TypeVar("T")
 
@@ -77,6 +92,29 @@ def current_clock() -> VirtualClock | None:
     return _current.get()
 
 
+def model_call(agent: str | None) -> None:
+    """Count a model call of ``agent`` against the running simulation's ``max_model_calls``.
+
+    Every place that calls a model on behalf of an agent calls this first (the built-in
+    agent, the agent_framework adapters); outside a simulation it does nothing.
+
+    Raises:
+        RunawayLoopError: the run has now made more model calls than it may.
+    """
+    clock = _current.get()
+    session = None if clock is None else clock._session
+    if session is not None:
+        session.model_call(agent)
+
+
+def loop_iteration(loop: str | None, iteration: int) -> None:
+    """Note that iteration ``iteration`` of loop ``loop`` starts (the runaway errors name it)."""
+    clock = _current.get()
+    session = None if clock is None else clock._session
+    if session is not None:
+        session.loop_at = (loop, iteration)
+
+
 class VirtualClock:
     """Virtual monotonic and wall time for anyio code, on asyncio and on trio.
 
@@ -91,7 +129,13 @@ class VirtualClock:
             would jump further ends with ``VirtualTimeLimitError``. None: no limit.
         real_time_limit: real seconds one :meth:`run` may take; the watchdog then ends
             it with ``RealTimeLimitError`` (busy loops, swallowed cancellations, blocking
-            code that returns). None: no watchdog.
+            code that returns, and code that never suspends, which it interrupts between
+            two bytecodes). None: no watchdog.
+        max_steps_per_instant: steps (asyncio: event-loop callbacks; trio: task steps)
+            one run may take at one virtual instant; past it the run ends with
+            ``RunawayLoopError`` naming the stepping task. None: no limit.
+        max_model_calls: model calls one run may make in all agents together; past it
+            ``RunawayLoopError`` names the calling agent and loop. None: no limit.
 
     A clock can run several times, one run at a time (a concurrent second run raises
     ``RuntimeError``); each run continues from the time the previous one ended, so a
@@ -117,6 +161,8 @@ class VirtualClock:
         wall_clock: bool = True,
         virtual_time_limit: float | None = None,
         real_time_limit: float | None = DEFAULT_REAL_TIME_LIMIT,
+        max_steps_per_instant: int | None = DEFAULT_STEPS_PER_INSTANT,
+        max_model_calls: int | None = DEFAULT_MODEL_CALLS,
     ) -> None:
         if not isinstance(start, datetime):
             msg = f"start must be a datetime, got {type(start).__name__}"
@@ -130,6 +176,8 @@ class VirtualClock:
         self._start = start.astimezone(timezone.utc)
         self.virtual_time_limit = _limit("virtual_time_limit", virtual_time_limit)
         self.real_time_limit = _limit("real_time_limit", real_time_limit)
+        self.max_steps_per_instant = _count("max_steps_per_instant", max_steps_per_instant)
+        self.max_model_calls = _count("max_model_calls", max_model_calls)
         self._seed = seed
         self._wall_clock = wall_clock
         self._elapsed = 0.0
@@ -227,7 +275,12 @@ class VirtualClock:
                 virtual_time_limit=self.virtual_time_limit,
                 wall_range=wall_range,
                 real_time_limit=self.real_time_limit,
+                max_steps_per_instant=self.max_steps_per_instant,
+                max_model_calls=self.max_model_calls,
             )
+            if self.real_time_limit is not None:
+                session.interrupter = Interrupter()
+                session.interrupter.install()
             token = _current.set(self)
             self._session = session
             try:
@@ -240,7 +293,11 @@ class VirtualClock:
                     return runner(session)
             finally:
                 session.alarm.cancel()
+                session.backstop.cancel()
                 session.call_in_loop = None
+                if session.interrupter is not None:
+                    session.interrupter.close()
+                    session.interrupter = None
                 self._session = None
                 _current.reset(token)
         finally:
@@ -338,6 +395,18 @@ def _limit(name: str, value: float | None) -> float | None:
     return float(value)
 
 
+def _count(name: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be a whole number or None, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 1:
+        msg = f"{name} must be at least 1 (or None for no limit), got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
 def _runner(backend: str) -> Callable[[Session[T]], T]:
     if backend == "asyncio":
         from ._asyncio import run_asyncio  # noqa: PLC0415 - keep import of the package light
@@ -364,6 +433,8 @@ def simulate(
     trace: Trace | None = None,
     virtual_time_limit: float | None = None,
     real_time_limit: float | None = DEFAULT_REAL_TIME_LIMIT,
+    max_steps_per_instant: int | None = DEFAULT_STEPS_PER_INSTANT,
+    max_model_calls: int | None = DEFAULT_MODEL_CALLS,
 ) -> T:
     """Run ``async_fn(*args)`` on a fresh :class:`VirtualClock` and return its result.
 
@@ -391,5 +462,7 @@ def simulate(
         wall_clock=wall_clock,
         virtual_time_limit=virtual_time_limit,
         real_time_limit=real_time_limit,
+        max_steps_per_instant=max_steps_per_instant,
+        max_model_calls=max_model_calls,
     )
     return clock.run(async_fn, *args, backend=backend, trace=trace)

@@ -46,6 +46,7 @@ import math
 import selectors
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -148,6 +149,10 @@ class _IdleAwareSelector(selectors.BaseSelector):
         #: Set to make every further ``select`` raise: the hard end of a failed run that
         #: never goes idle (see ``VirtualEventLoop._step``).
         self.abort: BaseException | None = None
+        #: Loop cycles since virtual time last moved, and how many make a runaway loop.
+        self.steps = 0
+        self.max_steps = sys.maxsize
+        self.on_runaway: Callable[[], None] = _nothing
 
     def own(self, fd: int) -> None:
         """``fd`` (the loop's self-pipe) is the loop's own, not the program's I/O."""
@@ -192,6 +197,15 @@ class _IdleAwareSelector(selectors.BaseSelector):
         # handled before virtual time may move.
         ready = self._real.select(0) if self._fds else []  # nothing registered: no syscall
         if ready or (timeout is not None and timeout <= 0):
+            # The loop has work at this instant: one more cycle without time moving. A
+            # program that never lets time move (``while True: await asyncio.sleep(0)``)
+            # is a runaway loop after max_steps cycles, on any machine. Counted here,
+            # where each cycle already calls in, to keep the hot path free of a frame.
+            steps = self.steps + 1
+            self.steps = steps
+            if steps > self.max_steps:
+                self.steps = 0  # one report per limit's worth of cycles
+                self.on_runaway()
             return ready
         if self.on_idle is None:
             return self._real.select(timeout)
@@ -241,6 +255,22 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
         # One ulp of the current virtual time: "due" means when <= time() (module doc).
         # BaseEventLoop.__init__ stored the real monotonic clock's resolution; not ours.
         self._clock_resolution = math.ulp(self._vclock._elapsed)
+        # Runaway loops: the selector counts the loop's cycles at one instant (see
+        # _IdleAwareSelector.select; _on_idle starts the count again when time moves).
+        self._idle_selector.max_steps = session.max_steps
+        self._idle_selector.on_runaway = self._ran_away
+
+    def _ran_away(self) -> None:
+        self._session.steps_ran_away(self._stepping())
+
+    def _stepping(self) -> str | None:
+        """The first task about to take a step (the spinning one), described."""
+        for handle in self._ready:  # type: ignore[attr-defined]  # CPython's ready queue
+            task = getattr(getattr(handle, "_callback", None), "__self__", None)
+            if isinstance(task, asyncio.Task) and not task.done():
+                name = self._session.name if task is self._root_task else task.get_name()
+                return describe_task(name, task.get_coro())
+        return None
 
     # -- the self-pipe, made when first needed --------------------------------------------
     #
@@ -380,6 +410,7 @@ class VirtualEventLoop(asyncio.SelectorEventLoop):
             return []
         self._vclock._advance_to(head)
         self._clock_resolution = math.ulp(self._vclock._elapsed)
+        self._idle_selector.steps = 0  # a new instant
         return []
 
     def _step(self, count: int) -> None:

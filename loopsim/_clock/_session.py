@@ -20,7 +20,13 @@ Limits (``docs/limits.md``) end a run through the same three steps, with their o
   :attr:`Session.horizon` is refused (the backend checks one float per jump) and the run
   fails with :class:`~loopsim._errors.VirtualTimeLimitError`;
 * the **real-time watchdog** (:mod:`._watchdog`): an alarm handed to the loop from a
-  thread fails the run with :class:`~loopsim._errors.RealTimeLimitError`.
+  thread fails the run with :class:`~loopsim._errors.RealTimeLimitError`; when the loop
+  does not take that alarm within :data:`INTERRUPT_GRACE` (code that never suspends), the
+  watchdog interrupts the run's thread between two bytecodes (:mod:`._interrupt`);
+* **runaway loops**, counted so that they end the same way on any machine: more than
+  :attr:`Session.max_steps` steps at one virtual instant (the backend counts), or more
+  than :attr:`Session.max_model_calls` model calls in the run (:meth:`Session.model_call`,
+  called by every model-call site), fail it with :class:`~loopsim._errors.RunawayLoopError`.
 
 The same alarm looks for livelocks every :data:`LIVELOCK_CHECK` real seconds: when the
 run has not gone idle once and virtual time has not moved since the last look, while
@@ -36,6 +42,8 @@ real time instead of idle time, so it ends within a few grace periods.
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from collections.abc import Awaitable, Callable
 from math import inf
 from pathlib import Path
@@ -48,11 +56,13 @@ import anyio.to_thread
 from loopsim import _trace
 from loopsim._errors import (
     RealTimeLimitError,
+    RunawayLoopError,
     SimulationDeadlock,
     SimulationError,
     VirtualTimeLimitError,
 )
 
+from ._interrupt import Interrupter
 from ._watchdog import Alarm, real_time
 
 T = TypeVar("T")
@@ -73,6 +83,17 @@ UNWIND_GRACE = 0.5
 #: Real seconds between two looks for a livelock: a run that neither idled nor moved
 #: time for that long while a task has a pending cancellation is declared deadlocked.
 LIVELOCK_CHECK = 1.0
+#: Real seconds past the real-time limit that the loop may leave the watchdog's alarm
+#: untaken before the run's thread is interrupted between two bytecodes (a live loop
+#: takes an alarm within microseconds, or within THREAD_WAIT while a thread works).
+INTERRUPT_GRACE = 0.25
+#: Steps one run may take at one virtual instant (``max_steps_per_instant``): event-loop
+#: callbacks on asyncio, task steps on trio. The shipped scenarios and the test suite
+#: take at most a few thousand (docs/limits.md); a loop that never lets time move
+#: reaches it in about a second.
+DEFAULT_STEPS_PER_INSTANT = 1_000_000
+#: Model calls one run may make in all (``max_model_calls``), on every agent together.
+DEFAULT_MODEL_CALLS = 100_000
 
 _VIRTUAL_SETTING = (
     "Change it with virtual_time_limit= (VirtualClock, simulate) or `limits: {virtual_time: "
@@ -81,6 +102,14 @@ _VIRTUAL_SETTING = (
 _WALL_SETTING = (
     "With wall_clock=True virtual time cannot pass the last instant a datetime can show "
     "(9999-12-31 UTC); run with wall_clock=False for longer horizons."
+)
+_STEPS_SETTING = (
+    "Change it with max_steps_per_instant= (VirtualClock, simulate, record) or `limits: "
+    "{steps_per_instant: ...}` in a scenario file (None / null: no limit)."
+)
+_CALLS_SETTING = (
+    "Change it with max_model_calls= (VirtualClock, simulate, record) or `limits: "
+    "{model_calls: ...}` in a scenario file (None / null: no limit)."
 )
 _REAL_SETTING = (
     "Change it with real_time_limit= (VirtualClock, simulate) or `limits: {real_time: ...}` "
@@ -124,6 +153,8 @@ class Session(Generic[T]):
         virtual_time_limit: float | None = None,
         wall_range: float | None = None,
         real_time_limit: float | None = None,
+        max_steps_per_instant: int | None = None,
+        max_model_calls: int | None = None,
     ) -> None:
         self.clock = clock
         self.async_fn = async_fn
@@ -160,6 +191,22 @@ class Session(Generic[T]):
         #: never end, as the loop never gets to stop it).
         self.overdue = False
         self._progress: tuple[float, int] = (-1.0, -1)
+        #: Bounds of the runaway-loop limits (``sys.maxsize``: none); backends read
+        #: :attr:`max_steps` once per run.
+        self.steps_limit = max_steps_per_instant
+        self.max_steps = sys.maxsize if max_steps_per_instant is None else max_steps_per_instant
+        self.calls_limit = max_model_calls
+        self.max_model_calls = sys.maxsize if max_model_calls is None else max_model_calls
+        #: Model calls so far, the agent of the latest one, the latest loop iteration.
+        self.model_calls = 0
+        self.calling_agent: str | None = None
+        self.loop_at: tuple[str | None, int] | None = None
+        #: Interrupts the run's thread when the loop never takes the watchdog's alarm.
+        self.interrupter: Interrupter | None = None
+        self.backstop = Alarm(self._backstop_fired)
+        self._handed = 0  # alarms handed to the loop (watchdog thread)
+        self._answered = 0  # ... and taken by it (loop)
+        self._backstop_for = 0
 
     @property
     def deadlock(self) -> SimulationError | None:
@@ -221,18 +268,130 @@ class Session(Generic[T]):
             seed=clock.seed,
         )
 
+    # -- runaway loops ------------------------------------------------------------------
+
+    def model_call(self, agent: str | None) -> None:
+        """Count one model call by ``agent``; past :attr:`max_model_calls` the run fails.
+
+        Raises the run's failure right here, as well as cancelling the run: a loop that
+        never suspends would never see the cancellation.
+        """
+        self.model_calls += 1
+        self.calling_agent = agent
+        if self.model_calls > self.max_model_calls:
+            self._runaway(self._calls_error)
+
+    def loop_iteration(self, loop: str | None, iteration: int) -> None:
+        """Note the loop iteration that runs now (named by the runaway errors)."""
+        self.loop_at = (loop, iteration)
+
+    def steps_ran_away(self, task: str | None) -> None:
+        """The backend counted more than :attr:`max_steps` steps at one instant; ``task``
+        describes the task that was stepping (in the loop)."""
+        if self.failure is None:
+            self.step(self.fail(lambda: self._steps_error(task)))
+
+    def _runaway(self, make_error: Callable[[], SimulationError]) -> None:
+        if self.failure is None:
+            self.step(self.fail(make_error))
+        failure = self.failure
+        if failure is not None:
+            raise failure
+
+    def _where(self) -> tuple[str, str | None, int | None]:
+        loop, iteration = self.loop_at if self.loop_at is not None else (None, None)
+        text = f" (loop {loop!r}, iteration {iteration})" if loop is not None else ""
+        return text, loop, iteration
+
+    def _calls_error(self) -> SimulationError:
+        where, loop, iteration = self._where()
+        agent = self.calling_agent
+        return RunawayLoopError(
+            f"runaway loop: the run made more than {self.max_model_calls} model calls "
+            f"(max_model_calls); call {self.model_calls} was by agent {agent!r}{where}",
+            limit="model_calls",
+            value=self.max_model_calls,
+            agent=agent,
+            loop=loop,
+            iteration=iteration,
+            waiting=sorted(self.describe()),
+            setting=_CALLS_SETTING,
+            virtual_time=self.clock._elapsed,
+            seed=self.clock.seed,
+        )
+
+    def _steps_error(self, task: str | None) -> SimulationError:
+        where, loop, iteration = self._where()
+        agent = self.calling_agent
+        spinning = f"; stepping: {task}" if task else ""
+        called = f"; the last model call was by agent {agent!r}{where}" if agent else where
+        return RunawayLoopError(
+            f"runaway loop: more than {self.max_steps} steps at virtual time "
+            f"t={self.clock._elapsed:g}s without time moving (max_steps_per_instant)"
+            f"{spinning}{called}",
+            limit="steps_per_instant",
+            value=self.max_steps,
+            agent=agent,
+            loop=loop,
+            iteration=iteration,
+            task=task,
+            waiting=sorted(self.describe()),
+            setting=_STEPS_SETTING,
+            virtual_time=self.clock._elapsed,
+            seed=self.clock.seed,
+        )
+
+    # -- the watchdog -------------------------------------------------------------------
+
     def _alarm_fired(self) -> None:
         # On the watchdog thread: hand the work to the loop (it may have just ended).
+        now = real_time()
         deadline = self._real_deadline
-        if deadline is not None and real_time() >= deadline:
+        if deadline is not None and now >= deadline:
             self.overdue = True
         call = self.call_in_loop
         if call is not None:
+            self._handed += 1
             call(self._on_alarm)
+            if self.interrupter is not None and (deadline is not None or self.failure):
+                # Should the loop not take it by the deadline and a grace period after
+                # it, its thread runs code that never suspends: interrupt that code.
+                due = now if self.failure is not None or deadline is None else deadline
+                self._backstop_for = self._handed
+                self.backstop.set(max(due - now, 0.0) + INTERRUPT_GRACE)
+
+    def _backstop_fired(self) -> None:
+        # On the watchdog thread.
+        interrupter = self.interrupter
+        if interrupter is None or self._answered >= self._backstop_for:
+            return  # the loop took the alarm: it is alive and handles the limit itself
+        if self.failure is None:
+            self.failure = self._stuck_error()
+        self.overdue = True
+        if interrupter.interrupt():
+            self.backstop.set(INTERRUPT_GRACE)  # again, should the code swallow it
+
+    def _stuck_error(self) -> SimulationError:
+        limit = self.real_time_limit or 0.0
+        clock = self.clock
+        where = _running_code(self.interrupter)
+        return RealTimeLimitError(
+            f"real-time limit reached: the run took more than {limit:g} real seconds "
+            f"(real_time_limit) in code that kept the event loop from running ({where}); "
+            "loopsim interrupted it there (a busy loop without an await, a model called "
+            "in a loop that never suspends, or a blocking call)",
+            limit="real_time",
+            value=limit,
+            waiting=[where],
+            setting=_REAL_SETTING,
+            virtual_time=clock._elapsed,
+            seed=clock.seed,
+        )
 
     def _on_alarm(self) -> None:
         # In the loop: a failed run that did not unwind in time, the real-time limit, or
         # the periodic look for a livelock.
+        self._answered = self._handed
         if self.failure is not None:
             self.step(self.fail(self._real_time_error))  # fail() re-arms the alarm
             return
@@ -452,3 +611,35 @@ def describe_task(name: str, coro: object) -> str:
     else:
         target = "?"
     return f"Task {name!r} at {where} in {links[index].qualname} awaiting {target}"
+
+
+def _running_code(interrupter: Interrupter | None) -> str:
+    """Where the run's thread is now: its innermost frame, and the innermost frame of the
+    program (not the standard library's, not loopsim's plumbing) when that differs."""
+    frame = None if interrupter is None else sys._current_frames().get(interrupter.thread)
+    if frame is None:
+        return "where is unknown"
+    innermost = _frame_text(frame)
+    while frame is not None and (_is_plumbing(frame) or _is_library(frame)):
+        frame = frame.f_back
+    if frame is None:
+        return f"at {innermost}"
+    program = _frame_text(frame)
+    return f"at {program}" if program == innermost else f"at {program}, inside {innermost}"
+
+
+_STDLIB = (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+
+
+def _is_library(frame: FrameType) -> bool:
+    module = _module_of(frame)
+    if module.startswith(("loopsim._", "_pytest", "pluggy")):
+        return True
+    filename = frame.f_code.co_filename
+    return filename.startswith(_STDLIB) and "site-packages" not in filename
+
+
+def _frame_text(frame: FrameType) -> str:
+    code = frame.f_code
+    name = getattr(code, "co_qualname", code.co_name)
+    return f"{Path(code.co_filename).name}:{frame.f_lineno} in {name}"

@@ -96,6 +96,9 @@ class _TrioVirtualClock(trio.abc.Clock):
         self._keys: dict[trio.lowlevel.Task, tuple[int, int]] = {}
         #: Set by the last escalation step: raised from the run loop at its next batch.
         self._abort: BaseException | None = None
+        # Runaway loops: task steps since virtual time last moved (see _Scheduling).
+        self.max_steps = session.max_steps
+        self.steps = 0
         session.on_start = self._on_start
         session.describe = self._describe_waiting
         session.step = self._step
@@ -131,6 +134,7 @@ class _TrioVirtualClock(trio.abc.Clock):
                 self._raise_abort()
                 return 0.0
             self._vclock._advance_to(deadline)
+            self.steps = 0  # a new instant (runaway loops count per instant)
             return 0.0
         if io_pending:
             return IO_WAIT
@@ -217,6 +221,11 @@ class _TrioVirtualClock(trio.abc.Clock):
             for task in self._tasks()
         )
 
+    def spinning(self, task: trio.lowlevel.Task) -> None:
+        """More than the limit of steps at one instant; ``task`` just took the last one."""
+        name = self._session.name if task is self._root_task else task.name
+        self._session.steps_ran_away(describe_task(name, task.coro))
+
     def _describe_waiting(self) -> list[str]:
         root = self._root_task
         return [
@@ -255,6 +264,13 @@ class _Scheduling(trio.abc.Instrument):
         if task.coro.cr_frame is not None:
             clock._last_step[task] = clock._phase
         clock._phase += 1
+        # Runaway loops: task steps at one virtual instant (the asyncio loop counts its
+        # callbacks the same way; the clock starts the count again when it moves time).
+        steps = clock.steps + 1
+        clock.steps = steps
+        if steps > clock.max_steps:
+            clock.steps = 0
+            clock.spinning(task)
 
     def after_io_wait(self, timeout: float) -> None:  # noqa: ARG002 - trio's hook signature
         # Deadline expiry comes next: its wake-ups form one phase of their own.

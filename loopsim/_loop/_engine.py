@@ -27,6 +27,7 @@ import anyio
 from .. import _trace
 from .._agents._base import ResponseStream, close_quietly
 from .._agents._context import MiddlewareTermination
+from .._clock import loop_iteration
 from .._messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -191,6 +192,7 @@ class LoopRun:
         self.stop_reason = "cancelled" if isinstance(exc, cancelled) else "error"
 
     def _report_start(self) -> None:
+        loop_iteration(self.loop, self.iteration + 1)  # named by the runaway-loop errors
         _trace.emit("loop_iteration_start", loop=self.loop, iteration=self.iteration + 1)
 
     def _report_stop(self) -> None:

@@ -492,6 +492,8 @@ def execute(
         wall_clock=scenario.wall_clock,
         virtual_time_limit=limits.virtual_time,
         real_time_limit=limits.real_time,
+        max_steps_per_instant=limits.steps_per_instant,
+        max_model_calls=limits.model_calls,
     )
     try:
         clock.run(_drive, world, outcome, backend=backend, trace=trace)

@@ -271,11 +271,14 @@ def record(
     seed: int = 0,
     scenario: str | None = None,
     wall_clock: bool = True,
+    **limits: Any,
 ) -> tuple[T, Transcript]:
     """Run ``async_fn(*args)`` on a fresh virtual clock and return (result, transcript).
 
     ``wall_clock=False`` leaves ``datetime.now()``/``time.time()`` real, as in
-    :func:`~loopsim.simulate` (and skips patching them: cheaper).
+    :func:`~loopsim.simulate` (and skips patching them: cheaper). ``limits`` are the
+    limits of :func:`~loopsim.simulate` (``virtual_time_limit``, ``real_time_limit``,
+    ``max_steps_per_instant``, ``max_model_calls``; docs/limits.md).
 
     Example:
         >>> import loopsim
@@ -289,6 +292,27 @@ def record(
     recorder = Recorder(Trace(seed=seed), scenario=scenario, backend=backend)
     with recorder:
         result = simulate(
-            async_fn, *args, backend=backend, trace=recorder.trace, wall_clock=wall_clock
+            async_fn,
+            *args,
+            backend=backend,
+            trace=recorder.trace,
+            wall_clock=wall_clock,
+            **_limits(limits),
         )
     return result, recorder.transcript
+
+
+_LIMITS = frozenset(
+    {"virtual_time_limit", "real_time_limit", "max_steps_per_instant", "max_model_calls"}
+)
+
+
+def _limits(limits: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(limits) - _LIMITS)
+    if unknown:
+        msg = (
+            f"record() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"its limits are {', '.join(sorted(_LIMITS))}"
+        )
+        raise TypeError(msg)
+    return limits

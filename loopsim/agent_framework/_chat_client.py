@@ -11,6 +11,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from .. import _trace
 from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._clients._hosted import emit_hosted
+from .._clock import model_call
 from .._messages import RESPONSE_FIELDS, ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
@@ -71,9 +72,13 @@ class LoopsimChatClient(
             function_invocation_configuration=function_invocation_configuration,
         )
         self.loopsim_client = loopsim_client
-        # Each request resends the whole history: messages already converted are reused
-        # while they hold the very same contents (keyed by identity, checked on every use).
-        self._converted: dict[int, tuple[af.Message, tuple[Any, ...], Message]] = {}
+        # Each request resends the whole history, and agent_framework's function layer
+        # sends shallow copies of its messages each time: a message already converted is
+        # reused while it holds the very same content objects (keyed by their identity,
+        # kept alive here so that an id is never reused). Keying on the af message itself
+        # would convert, and keep, a new copy of the whole history per call (quadratic
+        # memory in a long loop).
+        self._converted: dict[tuple[Any, ...], tuple[list[Any], Message]] = {}
         # A recording client reports model events itself; the adapter does not repeat them.
         self._emits = not (isinstance(loopsim_client, RecordingChatClient) and loopsim_client.emit)
 
@@ -112,6 +117,8 @@ class LoopsimChatClient(
         session = scope.session if scope is not None else None
         converted = [self._convert(m) for m in messages]
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
+        if self._emits:
+            model_call(agent)  # the run's max_model_calls (runaway loops)
         if self._emits and _trace.observed():
             _trace.emit(
                 "model_request",
@@ -136,11 +143,13 @@ class LoopsimChatClient(
             message.message_id,
             *[id(c) for c in message.contents],
         )
-        cached = self._converted.get(id(message))
-        if cached is not None and cached[0] is message and cached[1] == shape:
-            return cached[2]
+        if not message.contents:  # nothing to key on: converted afresh (it is cheap)
+            return to_loopsim_message(message)
+        cached = self._converted.get(shape)
+        if cached is not None:
+            return cached[1]
         converted = to_loopsim_message(message)
-        self._converted[id(message)] = (message, shape, converted)
+        self._converted[shape] = (list(message.contents), converted)
         return converted
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:

@@ -30,6 +30,7 @@ import agent_framework as af
 from .. import _trace
 from .._clients import ChatClient, RealTimeChatClient
 from .._clients._base import split_into_updates
+from .._clock import model_call
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
     to_af_chat_response,
@@ -148,6 +149,7 @@ class ModelSeam(af.ChatMiddleware):
         messages = [to_loopsim_message(m) for m in context.messages]
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
         chat_options.additional_properties[_PENDING] = _Pending(context, call_next)
+        model_call(agent)  # the run's max_model_calls (runaway loops)
         if _trace.observed():
             _trace.emit(
                 "model_request",

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from .. import _trace
 from .._agents._base import maybe_await
+from .._clock import loop_iteration
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
 from ._upstream import MIDDLEWARE_RUN_LAYER, in_flight_task, is_argument_error, provider_agents
@@ -310,6 +311,7 @@ class RunTraceMiddleware(af.AgentMiddleware):
         loop = _loop_state.get()
         if loop is not None and loop.agent is agent:
             loop.iteration += 1
+            loop_iteration(loop.loop, loop.iteration)  # named by the runaway-loop errors
             _trace.emit("loop_iteration_start", loop=loop.loop, iteration=loop.iteration)
         else:
             loop = None
