@@ -28,6 +28,7 @@ from af_programs import (
     models,
     offsite_planner,
     refund_desk,
+    report_writer,
     research_desk,
     standup,
     support_thread,
@@ -334,6 +335,23 @@ def test_a_service_conversation_sends_only_the_new_message_each_turn() -> None:
     requests = events(transcript, "model_request")
     assert [r.data.get("conversation_id") for r in requests] == [None, "conv-0001"]
     assert transcript.events[-1].time == 4.0
+
+
+def writer_fakes() -> dict[str, Any]:
+    model = ScriptedChatClient([Turn("Churn fell to 4.1%.", delay=5)])
+    return {"writer": loopsim.BackgroundResponseChatClient(model, duration=600)}
+
+
+def test_the_report_writer_polls_its_background_response_until_it_is_ready() -> None:
+    (text, polls), transcript, fakes = thrice(report_writer.main, writer_fakes)
+    assert text == "Churn fell to 4.1%."
+    assert polls == 600 // report_writer.POLL_SECONDS  # every 30 s until t=600
+    service = fakes["writer"]
+    assert len(service.requests) == polls + 1  # the first request, then one per poll
+    assert len(service.inner.requests) == 1  # the model itself was asked once
+    responses = events(transcript, "model_response")
+    assert len(responses) == polls + 1
+    assert transcript.events[-1].time == 605.0  # the last poll at 600, the model thinks 5 s
 
 
 def trade_fakes() -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """Steps that matter: an advance, approve, restart or release_session step whose removal
-leaves every expectation passing is reported (an error under ``strict: true``); no
-shipped scenario has one."""
+leaves every expectation passing is reported (weak, in loopsim's summary; an error under
+``strict: true``); no shipped scenario has one."""
 
 from __future__ import annotations
 
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,8 +66,30 @@ def test_under_strict_it_is_a_located_failure() -> None:
     (failure,) = [f for f in result.failures if f.location == "steps[2]"]
     assert "restart changes" in failure.message
     assert failure.line == 14
-    # and the plain run of the same file passes: the check costs runs, so only strict pays
-    assert run_scenario(_load()).passed
+
+
+def test_without_strict_it_is_a_located_weak_expectation() -> None:
+    result = run_scenario(_load())
+    assert result.passed
+    (weak,) = _step_entries(result)
+    assert (weak.location, weak.line) == ("steps[2]", 13)
+    assert "nothing checks what this restart changes" in weak.message
+    checked = run_scenario(_load(extra="  events: [{kind: process_restart, count: 1}]\n"))
+    assert checked.passed
+    assert _step_entries(checked) == []
+    # a caller can skip the extra runs (vary: draws do: the file as written was looked at)
+    assert _step_entries(run_scenario(_load(), check_steps_matter=False)) == []
+
+
+def _step_entries(result: loopsim.ScenarioResult) -> list[Any]:
+    return [w for w in result.weak if w.location and w.location.startswith("steps")]
+
+
+def test_a_failing_run_is_not_run_again() -> None:
+    extra = "  calls: {boss: 99}\n"
+    result = run_scenario(_load(extra=extra))
+    assert not result.passed
+    assert _step_entries(result) == []
 
 
 def _with_steps() -> list[Path]:

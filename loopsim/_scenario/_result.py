@@ -25,7 +25,7 @@ from ._compare import compare_engines
 from ._model import replay_cassette
 from ._run import execute
 from ._schema import ENGINES, Backend, Engine
-from ._source import LoadedScenario
+from ._source import LoadedScenario, format_location
 from ._tool_errors import ToolErrorInfo, tool_errors_of
 from ._weak import STEP_WORDS
 
@@ -180,6 +180,7 @@ def run_scenario(
     models: ModelOverride | None = None,
     engine: EngineChoice | None = None,
     compare: bool = True,
+    check_steps_matter: bool = True,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -204,6 +205,10 @@ def run_scenario(
             normalized through ``WORDING``) and reports the first divergence.
         compare: with ``both``, compare the transcripts (``vary:`` draws check each
             engine's ``always:`` but compare only the file as written).
+        check_steps_matter: when the run passes, run it again once without each
+            ``advance``, ``approve``, ``restart`` and ``release_session`` step; a step
+            whose removal still passes is weak (``strict: true``: a failure). Files
+            without such steps pay nothing.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
     if engine == "both":
@@ -219,6 +224,7 @@ def run_scenario(
                     tie_breaker=tie_breaker,
                     models=models,
                     engine=one,
+                    check_steps_matter=check_steps_matter and one == "loopsim",  # the base of _both
                 )
             except ScenarioError as exc:  # that engine cannot build it: said, not hidden
                 return exc
@@ -240,7 +246,7 @@ def run_scenario(
             run,
             keys,
             update_snapshots=update_snapshots,
-            steps_unchecked=steps_that_do_not_matter,
+            steps_unchecked=steps_that_do_not_matter if check_steps_matter else None,
         ),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),
@@ -265,7 +271,22 @@ def run_scenario(
     )
     if cassette is not None and result.passed:
         cassette.finish()  # every recorded turn was answered (ReplayMismatchError if not)
+    if check_steps_matter and result.passed and not loaded.scenario.strict:
+        result.weak.extend(_unchecked_steps(loaded, {i for i, _ in run.outcome.warnings}))
     return result
+
+
+def _unchecked_steps(loaded: LoadedScenario, said: set[int]) -> list[Failure]:
+    """The steps nothing checks, as weak expectations located at each step (a step that
+    changed nothing at all is a warning already, and not said twice)."""
+    where = loaded.where
+    return [
+        Failure(
+            message, format_location(("steps", index)), where.line(("steps", index)), kind="weak"
+        )
+        for index, message in steps_that_do_not_matter(loaded)
+        if index not in said
+    ]
 
 
 def _both(
@@ -349,7 +370,7 @@ def steps_that_do_not_matter(loaded: LoadedScenario) -> list[tuple[int, str]]:
         steps = [s for n, s in enumerate(scenario.steps) if n != index]
         dropped = replace(loaded, scenario=scenario.model_copy(update={"steps": steps}))
         try:
-            passed = run_scenario(dropped, compare=False).passed
+            passed = run_scenario(dropped, compare=False, check_steps_matter=False).passed
         except Exception:  # noqa: BLE001 - a run that cannot go without the step: it matters
             passed = False
         if passed:

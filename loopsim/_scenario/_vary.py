@@ -256,6 +256,7 @@ def run_vary(
             tie_breaker=tie,
             engine=engine,
             compare=False,  # draws: each engine's `always:`; the file as written is compared
+            check_steps_matter=False,  # the file as written was looked at (`base`)
         )
         if stopped:
             raise stopped[0]
