@@ -109,6 +109,7 @@ CHECKING_KEYS = (
     "trajectories",
     "never",
     "tool_errors",
+    "usage",
 )
 
 
@@ -197,6 +198,27 @@ def mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
     for index, step in enumerate(expect.never or ()):
         yield f"never[{index}]", _forbidden_event(step.pattern(never=True), seen)
     yield from _tool_error_mutations(expect, seen)
+    yield from _usage_mutations(expect, seen)
+
+
+def _usage_mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
+    """Each counter checked, one token more (the host's response; each agent's calls)."""
+    spec = expect.usage
+    if spec is None:
+        return
+    change = dataclasses.replace
+    host = seen.usage
+    for key, _ in spec.named():
+        counts = host.model_dump() if hasattr(host, "model_dump") else dict(host or {})
+        counts[key] = (counts.get(key) or 0) + 1
+        yield f"usage.{key}", change(seen, usage=counts)
+    last = seen.events[-1]
+    for agent, agent_counts in (spec.agents or {}).items():
+        for key, _ in agent_counts.named():
+            planted = Event(last.seq + 1, last.time, "model_response", {
+                "agent": agent, "usage": {key: 1},
+            })  # fmt: skip
+            yield f"usage.agents.{agent}.{key}", change(seen, events=[*seen.events, planted])
 
 
 def _tool_error_mutations(expect: StepExpect, seen: Seen) -> Iterator[tuple[str, Seen]]:
