@@ -491,6 +491,7 @@ class ScenarioItem(pytest.Item):
                 **options,
                 max_examples=config.getoption(MAX_EXAMPLES_OPTION),
                 progress=_pytest_output.progress_for(self),
+                check_steps_matter=True,
             )
             result = vary.result
             self.user_properties.append(("loopsim_examples", vary.examples))
@@ -522,7 +523,7 @@ class ScenarioItem(pytest.Item):
             real_time = loaded.scenario.limits.real_time
             bound = None if real_time is None else real_time + bounds().grace
             with phase("scenario", scenario=str(self.path), bound=bound):
-                result = run_scenario(loaded, **options)
+                result = run_scenario(loaded, **options, check_steps_matter=True)
             if cassette is not None and result.passed:
                 with _cassette_problems():
                     cassette.finish()

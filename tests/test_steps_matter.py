@@ -69,16 +69,18 @@ def test_under_strict_it_is_a_located_failure() -> None:
 
 
 def test_without_strict_it_is_a_located_weak_expectation() -> None:
-    result = run_scenario(_load())
+    # `loopsim run` and the pytest plugin ask for it; run_scenario() does when told
+    result = run_scenario(_load(), check_steps_matter=True)
     assert result.passed
     (weak,) = _step_entries(result)
     assert (weak.location, weak.line) == ("steps[2]", 13)
     assert "nothing checks what this restart changes" in weak.message
-    checked = run_scenario(_load(extra="  events: [{kind: process_restart, count: 1}]\n"))
+    extra = "  events: [{kind: process_restart, count: 1}]\n"
+    checked = run_scenario(_load(extra=extra), check_steps_matter=True)
     assert checked.passed
     assert _step_entries(checked) == []
-    # a caller can skip the extra runs (vary: draws do: the file as written was looked at)
-    assert _step_entries(run_scenario(_load(), check_steps_matter=False)) == []
+    # without it, no extra runs (vary: draws never ask: the file as written was looked at)
+    assert _step_entries(run_scenario(_load())) == []
 
 
 def _step_entries(result: loopsim.ScenarioResult) -> list[Any]:
@@ -87,7 +89,7 @@ def _step_entries(result: loopsim.ScenarioResult) -> list[Any]:
 
 def test_a_failing_run_is_not_run_again() -> None:
     extra = "  calls: {boss: 99}\n"
-    result = run_scenario(_load(extra=extra))
+    result = run_scenario(_load(extra=extra), check_steps_matter=True)
     assert not result.passed
     assert _step_entries(result) == []
 
@@ -117,3 +119,16 @@ def test_every_step_of_every_shipped_scenario_matters() -> None:
     }
     assert unchecked == {}
     assert time.monotonic() - began < 120  # bounded: one run per such step
+
+
+def test_loopsim_run_names_a_step_nothing_checks_in_its_summary(tmp_path: Path) -> None:
+    from _cli import loopsim_cli
+
+    (tmp_path / "x.loopsim.yaml").write_text(textwrap.dedent(_text()), encoding="utf-8")
+    done = loopsim_cli("run", ".", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "x.loopsim.yaml:13: steps[2]: nothing checks what this restart changes" in done.stdout
+
+
+def _text(strict: str = "", extra: str = "") -> str:
+    return RESTART.format(strict=strict, extra=extra)

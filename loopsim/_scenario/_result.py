@@ -180,7 +180,7 @@ def run_scenario(
     models: ModelOverride | None = None,
     engine: EngineChoice | None = None,
     compare: bool = True,
-    check_steps_matter: bool = True,
+    check_steps_matter: bool = False,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -207,8 +207,9 @@ def run_scenario(
             engine's ``always:`` but compare only the file as written).
         check_steps_matter: when the run passes, run it again once without each
             ``advance``, ``approve``, ``restart`` and ``release_session`` step; a step
-            whose removal still passes is weak (``strict: true``: a failure). Files
-            without such steps pay nothing.
+            whose removal still passes is weak. ``loopsim run`` and the pytest plugin
+            ask for it; a ``strict: true`` file is always checked (such a step fails it).
+            Files without such steps pay nothing.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
     if engine == "both":
@@ -246,7 +247,7 @@ def run_scenario(
             run,
             keys,
             update_snapshots=update_snapshots,
-            steps_unchecked=steps_that_do_not_matter if check_steps_matter else None,
+            steps_unchecked=steps_that_do_not_matter,  # strict files only (check_run)
         ),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),

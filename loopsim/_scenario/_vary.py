@@ -147,6 +147,7 @@ def run_vary(
     engine: EngineChoice | None = None,
     max_examples: int | None = None,
     progress: VaryProgress | None = None,
+    check_steps_matter: bool = False,
 ) -> VaryRun:
     """Run the file as written, then hypothesis draws of its ``vary:`` block.
 
@@ -154,13 +155,20 @@ def run_vary(
     active hypothesis profile, decides below the cap); ``progress`` is told about every
     draw (see :data:`VaryProgress`). Returns the first failing result (for a draw:
     shrunk, with ``.draw`` set), or the passing result of the file as written.
+    ``check_steps_matter`` is :func:`run_scenario`'s, for the file as written (never for
+    the draws).
     """
     from hypothesis import given  # noqa: PLC0415 - only vary runs need hypothesis
     from hypothesis import seed as hypothesis_seed  # noqa: PLC0415 - only vary runs need hypothesis
     from hypothesis import strategies as st  # noqa: PLC0415 - only vary runs need hypothesis
 
     base = run_scenario(
-        loaded, seed=seed, backend=backend, update_snapshots=update_snapshots, engine=engine
+        loaded,
+        seed=seed,
+        backend=backend,
+        update_snapshots=update_snapshots,
+        engine=engine,
+        check_steps_matter=check_steps_matter,
     )
     if not base.passed:
         return VaryRun(base, 1)
