@@ -337,7 +337,10 @@ def _evaluate(
                     with anyio.fail_after(budget):
                         outcome.evaluation = await evaluator.evaluate(context)
                     took = real_time() - began  # the collection below is ours, not the call's
-                    gc.collect()  # a coroutine kept in a cycle warns only when collected
+                    # a coroutine kept in a cycle warns only when collected; what the call
+                    # made is young (generations 0 and 1), and a full collection per
+                    # evaluation costs more the larger the process's heap is
+                    gc.collect(1)
                 unawaited = _unawaited(caught)
                 if unawaited is not None:
                     outcome.error = unawaited
