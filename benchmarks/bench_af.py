@@ -35,20 +35,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
-import statistics
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
-    from _common import Row, median, quiet_upstream
+    from _common import Row, interleaved, interval_note, median, paired_ratio, quiet_upstream
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median, quiet_upstream
+    from benchmarks._common import (
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+    )
 
 #: Resamples of the bootstrap interval of a paired ratio.
-BOOTSTRAP = 2000
 #: Sleeps (or sleepers) of the clock-only programs.
 CLOCK_SLEEPS = 2000
 
@@ -200,35 +204,6 @@ def on_looptime(fn: Callable[[], Any]) -> None:
         loop.close()
 
 
-def interleaved(fns: list[Callable[[], object]], repeat: int) -> list[list[float]]:
-    """Seconds of each ``fn`` per round: ``repeat`` rounds of one call each, in forward
-    order one round and reverse order the next, so that a shared machine's drifting load
-    weighs on every variant alike and none always runs first."""
-    samples: list[list[float]] = [[] for _ in fns]
-    order = list(range(len(fns)))
-    for round_ in range(repeat):
-        for index in order if round_ % 2 == 0 else order[::-1]:
-            began = time.perf_counter()
-            fns[index]()
-            samples[index].append(time.perf_counter() - began)
-    return samples
-
-
-def paired_ratio(over: list[float], under: list[float]) -> tuple[float, float, float]:
-    """Median of ``over[i] / under[i]`` (same round) and a 95 % bootstrap interval of it."""
-    ratios = [a / b for a, b in zip(over, under, strict=True)]
-    rng = random.Random(0)  # a fixed resampling: the interval repeats run to run
-    medians = sorted(
-        statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP)
-    )
-    low, high = medians[int(0.025 * BOOTSTRAP)], medians[int(0.975 * BOOTSTRAP) - 1]
-    return statistics.median(ratios), low, high
-
-
-def _interval(low: float, high: float, rounds: int) -> str:
-    return f"median of {rounds} paired rounds; 95% interval {low:.2f}-{high:.2f}"
-
-
 async def _sequential_sleeps() -> None:
     for _ in range(CLOCK_SLEEPS):
         await asyncio.sleep(0.5)
@@ -251,13 +226,15 @@ def clock_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
         on_loopsim(fn)
         on_looptime(fn)
         t_loopsim, t_looptime = interleaved(
-            [lambda f=fn: on_loopsim(f), lambda f=fn: on_looptime(f)], repeat
+            [lambda f=fn: on_loopsim(f), lambda f=fn: on_looptime(f)],
+            repeat,
+            clock=time.perf_counter,  # wall: what a test run feels
         )
         ratio, low, high = paired_ratio(t_looptime, t_loopsim)
         for label, value, unit, note in (
             ("loopsim clock", median(t_loopsim) * 1e3, "ms/program", ""),
             ("looptime", median(t_looptime) * 1e3, "ms/program", ""),
-            ("looptime / loopsim clock", ratio, "x", _interval(low, high, repeat)),
+            ("looptime / loopsim clock", ratio, "x", interval_note(low, high, repeat)),
         ):
             rows.append(
                 Row(
@@ -298,6 +275,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
                 lambda t=traced: on_loopsim(t, traced=True),
             ],
             repeat,
+            clock=time.perf_counter,  # wall: what a test run feels
         )
         s_engine, s_floor, s_native, s_looptime, s_day, s_traced = samples
 
@@ -319,7 +297,7 @@ def run(*, repeat: int = 15, log: Callable[[str], None] = print) -> list[Row]:
             note: str = "",
         ) -> None:
             ratio, low, high = paired_ratio(over, under)
-            interval = _interval(low, high, repeat)
+            interval = interval_note(low, high, repeat)
             row(
                 case,
                 ratio,

@@ -29,12 +29,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import Row, child_cpu, subprocess_env
-    from bench_af import paired_ratio
+    from _common import Row, child_cpu, paired_ratio, subprocess_env
     from bench_suites import write_suite
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, child_cpu, subprocess_env
-    from benchmarks.bench_af import paired_ratio
+    from benchmarks._common import Row, child_cpu, paired_ratio, subprocess_env
     from benchmarks.bench_suites import write_suite
 
 #: Target: the CPU of ``-n 2`` on 1,000 files at most this many times the serial run's.

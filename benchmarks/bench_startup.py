@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 try:
-    from _common import Row, run_cpu, subprocess_env
+    from _common import Row, paired_ratio, run_cpu, subprocess_env
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, run_cpu, subprocess_env
+    from benchmarks._common import Row, paired_ratio, run_cpu, subprocess_env
 
 #: Resamples of a bootstrap interval.
 BOOTSTRAP = 2000
@@ -192,7 +192,6 @@ def _marked_suite(folder: Path, wall_clock: bool) -> Path:
 
 def wall_clock_rows(rounds: int, log: Callable[[str], None]) -> list[Row]:
     """300 marked async tests with the virtual wall clock against ``wall_clock=False``."""
-    from bench_af import paired_ratio  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="loopsim-bench-wall-") as tmp:
         folder = Path(tmp)
