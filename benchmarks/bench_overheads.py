@@ -13,7 +13,7 @@
   (target <= 1.5x: the state is the live history, never a copy per turn).
 
 Every ratio is the median over paired rounds of the two variants' ratio in the same round
-(``bench_af.interleaved``/``paired_ratio``), so the machine's drifting load cancels.
+(``_common.interleaved``/``paired_ratio``), so the machine's drifting load cancels.
 
     python benchmarks/bench_overheads.py --repeat 21
 """
@@ -27,10 +27,26 @@ from typing import Any
 
 try:
     import bench_af
-    from _common import Row, median, quiet_upstream, upstream_available
+    from _common import (
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 except ImportError:  # pragma: no cover
     from benchmarks import bench_af
-    from benchmarks._common import Row, median, quiet_upstream, upstream_available
+    from benchmarks._common import (
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+        quiet_upstream,
+        upstream_available,
+    )
 
 SECTION = "overheads"
 TURNS = (10, 100, 1000)
@@ -55,13 +71,14 @@ def tracing_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
     bench_af.on_loopsim(untraced)
     _traced_auto(untraced)
     bench_af.on_loopsim(explicit, traced=True)
-    s_off, s_auto, s_explicit = bench_af.interleaved(
+    s_off, s_auto, s_explicit = interleaved(
         [
             lambda: bench_af.on_loopsim(untraced),
             lambda: _traced_auto(untraced),
             lambda: bench_af.on_loopsim(explicit, traced=True),
         ],
         repeat,
+        clock=time.perf_counter,
     )
     rows = [
         Row(SECTION, f"zero-touch tracing: {case}", value * 1e3, "ms/program")
@@ -76,21 +93,26 @@ def tracing_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
         ("explicit instrument() / untraced", s_explicit, s_off, None),
         ("automatic / explicit instrument()", s_auto, s_explicit, TRACING_TARGET),
     ):
-        ratio, low, high = bench_af.paired_ratio(over, under)
-        rows.append(
-            Row(
-                SECTION,
-                f"zero-touch tracing: {case}",
-                round(ratio, 3),
-                "x",
-                target="" if target is None else f"<= {target}x",
-                met=None if target is None else ratio <= target,
-                note=bench_af._interval(low, high, repeat),
-            )
-        )
+        rows.append(_ratio_row(f"zero-touch tracing: {case}", over, under, target, repeat))
     for row in rows:
         log(f"{row.case}: {row.value:.2f} {row.unit}")
     return rows
+
+
+def _ratio_row(
+    case: str, over: list[float], under: list[float], target: float | None, repeat: int
+) -> Row:
+    """The paired ratio of ``over`` to ``under`` as a row (with its target, if any)."""
+    ratio, low, high = paired_ratio(over, under)
+    return Row(
+        SECTION,
+        case,
+        round(ratio, 3),
+        "x",
+        target="" if target is None else f"<= {target}x",
+        met=None if target is None else ratio <= target,
+        note=interval_note(low, high, repeat),
+    )
 
 
 def _turns(n: int) -> Callable[[], float]:
@@ -119,11 +141,7 @@ def state_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
     programs = [_turns(n) for n in TURNS]
     for program in programs:
         program()
-    samples: list[list[float]] = [[] for _ in TURNS]
-    for round_ in range(repeat):
-        order = range(len(TURNS)) if round_ % 2 == 0 else reversed(range(len(TURNS)))
-        for index in order:
-            samples[index].append(programs[index]())
+    samples = interleaved(programs, repeat, clock=None)  # each program times its turns
     rows = [
         Row(
             SECTION, f"live session.state: time per turn at {n:,} turns", median(s) * 1e6, "us/turn"
@@ -132,18 +150,8 @@ def state_rows(repeat: int, log: Callable[[str], None]) -> list[Row]:
     ]
     by_size = dict(zip(TURNS, samples, strict=True))
     for top, bottom, target in ((1000, 100, STATE_TARGET), (100, 10, None)):
-        ratio, low, high = bench_af.paired_ratio(by_size[top], by_size[bottom])
-        rows.append(
-            Row(
-                SECTION,
-                f"live session.state: per turn at {top:,} / at {bottom:,} turns",
-                round(ratio, 3),
-                "x",
-                target="" if target is None else f"<= {target}x",
-                met=None if target is None else ratio <= target,
-                note=bench_af._interval(low, high, repeat),
-            )
-        )
+        case = f"live session.state: per turn at {top:,} / at {bottom:,} turns"
+        rows.append(_ratio_row(case, by_size[top], by_size[bottom], target, repeat))
     for row in rows:
         log(f"{row.case}: {row.value:.2f} {row.unit}")
     return rows
