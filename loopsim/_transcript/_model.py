@@ -269,14 +269,7 @@ class Transcript(BaseModel):
                             "usage": turn.usage,
                             "response_id": turn.response_id,
                             # written only when the model gave them (older files have none)
-                            **{
-                                key: value
-                                for key, value in (
-                                    ("finish_reason", turn.finish_reason),
-                                    ("conversation_id", turn.conversation_id),
-                                )
-                                if value is not None
-                            },
+                            **turn.answer_fields,
                         },
                     )
                 )
