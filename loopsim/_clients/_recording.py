@@ -27,8 +27,8 @@ from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 __all__ = [
     "ANSWER_FIELDS",
     "RecordedTurn",
-    "answer_fields",
     "RecordingChatClient",
+    "answer_fields",
     "call_names",
     "dump_message",
     "message_summary",
@@ -49,9 +49,10 @@ ANSWER_FIELDS = (
 
 
 def answer_fields(response: ChatResponse | RecordedTurn) -> dict[str, Any]:
-    """The :data:`ANSWER_FIELDS` ``response`` (or a recorded turn's answer) sets, in that order: every one that is not
-    None (``additional_properties`` when not empty). Unset ones are left out, so the
-    event of an answer without them is what it was before they were recorded."""
+    """The :data:`ANSWER_FIELDS` ``response`` (or a recorded turn's answer) sets, in that
+    order: every one that is not None (``additional_properties`` when not empty). Unset
+    ones are left out, so the event of an answer without them is what it was before they
+    were recorded."""
     fields: dict[str, Any] = {}
     for name in ANSWER_FIELDS:
         value = getattr(response, name)
