@@ -396,3 +396,5 @@ def test_drift_names_a_changed_finish_reason_or_model_not_the_service_stamps() -
     )
     report = drift_report(recorded, _without(recorded, "finish_reason"))
     assert report.calls[0].changes == ('finish_reason changed: recorded "length"; new <unset>',)
+    # a recording made before loopsim kept the model says nothing about it
+    assert not drift_report(_without(recorded, "model"), recorded).drifted

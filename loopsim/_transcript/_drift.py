@@ -105,7 +105,9 @@ def _compare(recorded: RecordedTurn, new: RecordedTurn) -> list[str]:
     if not _same_answer(recorded, new):
         changes.append(f"answer changed: recorded {_answer(recorded)}; new {_answer(new)}")
     if recorded.response is not None and new.response is not None:
-        for name in DRIFT_FIELDS:
+        # only the fields the recording has: one made before loopsim kept a field (or
+        # from a model that never gives it) says nothing about it
+        for name in (n for n in DRIFT_FIELDS if n in recorded.answer_fields):
             differs = answer_difference(recorded, new, (name,))
             if differs is not None:
                 changes.append(f"{name} changed: recorded {differs[1]}; new {differs[2]}")
@@ -129,8 +131,8 @@ def drift_report(recorded: Transcript, new: Transcript) -> DriftReport:
 
     Model calls are paired per agent in order; each pair reports a changed request (the
     code sent something else, usually because an earlier answer changed), a changed answer,
-    a changed finish reason or model (:data:`DRIFT_FIELDS`) and changed usage. Calls only
-    one side has are reported as missing or new.
+    a changed finish reason or model (:data:`DRIFT_FIELDS`, when the recording has them)
+    and changed usage. Calls only one side has are reported as missing or new.
 
     Example:
         >>> import loopsim
