@@ -21,6 +21,7 @@ import agent_framework as af
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_response_fields_turns import _poll, make_agent
 
 import loopsim
 from loopsim import (
@@ -398,3 +399,59 @@ def test_drift_names_a_changed_finish_reason_or_model_not_the_service_stamps() -
     assert report.calls[0].changes == ('finish_reason changed: recorded "length"; new <unset>',)
     # a recording made before loopsim kept the model says nothing about it
     assert not drift_report(_without(recorded, "model"), recorded).drifted
+
+
+# -- a background response and a service conversation, recorded and replayed ------------------
+
+
+def _polled(engine: str, client: loopsim.ChatClient) -> tuple[str, int, float]:
+    result: tuple[str, int, float] = loopsim.simulate(
+        _poll(engine, make_agent(engine, client), streamed=False, every=600)
+    )
+    return result
+
+
+def test_a_background_response_polls_from_its_cassette_on_both_engines(tmp_path: Path) -> None:
+    for engine in ENGINES:
+        path = tmp_path / f"{engine}.transcript.json"
+        service = loopsim.BackgroundResponseChatClient(
+            ScriptedChatClient(["the report"]), duration=1800
+        )
+        with Cassette(path, "once") as recording:
+            recorded = _polled(engine, recording.client("writer", service))
+        with Cassette(path, "none") as replaying:  # the tokens come from the file
+            replayed = _polled(engine, replaying.client("writer", ScriptedChatClient([])))
+        assert recorded == replayed == ("the report", 3, 1800.0), engine
+        tokens = [
+            e.data.get("continuation_token")
+            for e in loopsim.read_transcript(path).events
+            if e.kind == "model_response"
+        ]
+        assert tokens == [{"response_id": "bgresp-0001"}] * 3 + [None], engine
+    cassettes = [loopsim.read_transcript(tmp_path / f"{e}.transcript.json") for e in ENGINES]
+    calls = [
+        [(e.time, e.kind, {k: v for k, v in e.data.items() if k != "session"}) for e in c.events]
+        for c in cassettes
+    ]
+    assert calls[0] == calls[1]  # the same calls and answers (af names no session here)
+
+
+@pytest.mark.parametrize(
+    "name", ["fresh_context_service_conversation", "fresh_context_service_response_chain"]
+)
+def test_a_service_conversation_records_the_same_answers_on_both_engines(name: str) -> None:
+    loaded = load_scenario(ROOT / "scenarios" / f"{name}.loopsim.yaml")
+    seen = []
+    for engine in ENGINES:
+        result = run_scenario(loaded, engine=engine)  # type: ignore[arg-type] # one engine's name
+        assert result.passed, result.report()
+        assert result.transcript is not None
+        seen.append(
+            [
+                {k: v for k, v in e.data.items() if k in ("response_id", *FIELDS)}
+                for e in result.transcript.events
+                if e.kind == "model_response"
+            ]
+        )
+    assert seen[0] == seen[1]
+    assert all("conversation_id" in answer for answer in seen[0])  # the service's, kept
