@@ -213,12 +213,16 @@ def message_summary(message: dict[str, Any], calls: Mapping[str, str] | None = N
 class RecordingChatClient:
     """Wraps ``inner`` (any :class:`~loopsim.ChatClient`) and records every model turn.
 
-    Each request (messages, offered tool names) and its response (messages, usage) lands
-    in :attr:`turns`, streaming ones too (the updates are passed through as they arrive
+    Each request (messages, offered tool names) and its response (messages, usage, ids
+    and every other field the answer sets, see :data:`ANSWER_FIELDS`) lands in
+    :attr:`turns`, streaming ones too (the updates are passed through as they arrive
     and merged for the record). With ``emit=True`` the turns are also reported to the
     current trace as ``model_request``/``model_response``/``model_error`` events, for clients used
     outside :class:`~loopsim.Agent` (an Agent already reports its own turns, so the
-    default is not to report them twice).
+    default is not to report them twice). An answer whose ``continuation_token`` or
+    ``additional_properties`` JSON would not give back as it is (a ``datetime``, a
+    tuple, NaN) is a :class:`~loopsim.TranscriptError` naming the field: a replay of the
+    record could only give back something else.
 
     Example:
         >>> import loopsim

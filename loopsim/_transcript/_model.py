@@ -239,7 +239,10 @@ class Transcript(BaseModel):
 
         Each turn becomes a ``model_request`` event and, when it got an answer, a
         ``model_response`` event (a ``model_error`` event when the call raised); events
-        are ordered by virtual time, stably.
+        are ordered by virtual time, stably. A ``model_response`` holds the answer's
+        messages, usage, response id and those of its ``finish_reason``,
+        ``conversation_id``, ``continuation_token``, ``model``, ``created_at`` and
+        ``additional_properties`` that it set (the others are not written).
         """
         timed: list[tuple[float, int, str, dict[str, Any]]] = []
         for order, turn in enumerate(turns):
