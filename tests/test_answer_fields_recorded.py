@@ -37,7 +37,7 @@ from loopsim._clients import _recording
 from loopsim._scenario import load_scenario, run_scenario
 from loopsim._transcript._cassette import Cassette
 from loopsim._transcript._drift import drift_report
-from loopsim._transcript._verdict import compare_replay
+from loopsim._transcript._verdict import Replayed, compare_replay
 from loopsim.agent_framework import as_chat_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -455,3 +455,12 @@ def test_a_service_conversation_records_the_same_answers_on_both_engines(name: s
         )
     assert seen[0] == seen[1]
     assert all("conversation_id" in answer for answer in seen[0])  # the service's, kept
+
+
+def test_a_script_that_now_sets_another_field_is_a_model_side_note() -> None:
+    recorded = _recorded()
+    fresh = _without(recorded, "finish_reason", "stop")  # the scenario's script, edited
+    verdict = compare_replay(recorded, Replayed(recorded, fresh=fresh))
+    assert verdict.identical  # the replay answered from the recording
+    note = 'agent writer at t=0: the scenario\'s model now answers with finish_reason "stop"'
+    assert verdict.model_side == (f'{note} (recorded: "length")',)
