@@ -24,7 +24,7 @@ from typing import Any
 import loopsim
 
 
-def _stand_in(messages: Sequence[loopsim.Message], _options: Any) -> loopsim.Message | str:
+def _stand_in(messages: Sequence[loopsim.Message], _options: Any) -> loopsim.ChatResponse:
     results = [
         content.result
         for message in messages
@@ -32,11 +32,16 @@ def _stand_in(messages: Sequence[loopsim.Message], _options: Any) -> loopsim.Mes
         if isinstance(content, loopsim.FunctionResultContent)
     ]
     if results:
-        return f"2 + 3 = {results[-1]}"
+        return _served(loopsim.Message.assistant(f"2 + 3 = {results[-1]}"), "stop")
     call = loopsim.FunctionCallContent(
         call_id="call_add", name="add", arguments=json.loads('{"a": 2, "b": 3}')
     )
-    return loopsim.Message("assistant", [call])
+    return _served(loopsim.Message("assistant", [call]), "tool_calls")
+
+
+def _served(message: loopsim.Message, finish_reason: str) -> loopsim.ChatResponse:
+    """``message`` answered as the server answers: why it stopped, and which model."""
+    return loopsim.ChatResponse([message], finish_reason=finish_reason, model="fake-model")
 
 
 def calc(name: str) -> Any:

@@ -135,6 +135,16 @@ def test_a_real_recording_replays_into_the_agent_framework_engine(
     async def main() -> str:
         return str((await agent.run(QUESTION)).text)
 
+    if api == "responses":
+        # The recorded answer names its conversation (the Responses API's response id),
+        # and the replay gives it back as the service did: agent_framework's agent then
+        # continues that conversation, sending only the tool's result, where loopsim's
+        # recorded agent resent the whole history. A replay that hid the id would let
+        # the two agree, by giving the code under test less than production gives it.
+        with pytest.raises(loopsim.ReplayMismatchError) as raised:
+            loopsim.simulate(main)
+        assert 'live:     message[0] tool: add result #call_add = "5"' in str(raised.value)
+        return
     # Both engines send a tool's result as the text the model reads ("5"), and name the
     # agent on the messages they keep: the real agent sends exactly the recorded requests.
     assert loopsim.simulate(main) == "2 + 3 = 5"

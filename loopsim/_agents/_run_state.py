@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _trace
 from .._clients._hosted import emit_hosted
+from .._clients._recording import answer_fields
 from .._clock import model_call
 from .._messages import (
     AgentResponse,
@@ -278,6 +279,7 @@ class RunState:
                 messages=list(chat_response.messages),
                 usage=chat_response.usage,
                 response_id=chat_response.response_id,
+                **answer_fields(chat_response),
             )
         usage = chat_response.usage
         if usage is not None:

@@ -18,20 +18,47 @@ import anyio
 from .. import _trace
 from .._clock import model_call
 from .._clock._wall import real_seconds
+from .._errors import TranscriptError
 from .._messages import ChatOptions, ChatRequest, ChatResponse, ChatResponseUpdate, Message
 from ._hosted import emit_hosted
 from ._protocol import ChatClient
 from ._secrets import SECRETS_RESOURCE, Redactor, secret_values
 
 __all__ = [
+    "ANSWER_FIELDS",
     "RecordedTurn",
     "RecordingChatClient",
+    "answer_fields",
     "call_names",
     "dump_message",
     "message_summary",
 ]
 
 _NO_OPTIONS = ChatOptions()
+
+#: A model answer's response-level fields that a ``model_response`` event records besides
+#: its messages, usage and response id, in the order they are written.
+ANSWER_FIELDS = (
+    "finish_reason",
+    "conversation_id",
+    "continuation_token",
+    "model",
+    "created_at",
+    "additional_properties",
+)
+
+
+def answer_fields(response: ChatResponse | RecordedTurn) -> dict[str, Any]:
+    """The :data:`ANSWER_FIELDS` ``response`` (or a recorded turn's answer) sets, in that
+    order: every one that is not None (``additional_properties`` when not empty). Unset
+    ones are left out, so the event of an answer without them is what it was before they
+    were recorded."""
+    fields: dict[str, Any] = {}
+    for name in ANSWER_FIELDS:
+        value = getattr(response, name)
+        if value is not None and not (name == "additional_properties" and not value):
+            fields[name] = value
+    return fields
 
 
 @dataclass(slots=True)
@@ -55,6 +82,10 @@ class RecordedTurn:
             "options": ...}``), played again on replay before its answer.
         finish_reason: why the model stopped (``"stop"``, ``"tool_calls"``...), as received.
         conversation_id: the service-side conversation the response belongs to, if any.
+        continuation_token: the background response's token (JSON object) while it runs.
+        model: the model that answered, as the service named it.
+        created_at: when the service made the answer, as it wrote it (a string).
+        additional_properties: the answer's extras (JSON object; empty: none).
     """
 
     agent: str | None
@@ -76,6 +107,16 @@ class RecordedTurn:
     faulted: bool = field(default=False, repr=False)
     finish_reason: str | None = None
     conversation_id: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answer_fields(self) -> dict[str, Any]:
+        """The :data:`ANSWER_FIELDS` this turn's answer set, in order (see
+        :func:`answer_fields`)."""
+        return answer_fields(self)
 
     @property
     def delay(self) -> float:
@@ -172,12 +213,16 @@ def message_summary(message: dict[str, Any], calls: Mapping[str, str] | None = N
 class RecordingChatClient:
     """Wraps ``inner`` (any :class:`~loopsim.ChatClient`) and records every model turn.
 
-    Each request (messages, offered tool names) and its response (messages, usage) lands
-    in :attr:`turns`, streaming ones too (the updates are passed through as they arrive
+    Each request (messages, offered tool names) and its response (messages, usage, ids
+    and every other field the answer sets, see :data:`ANSWER_FIELDS`) lands in
+    :attr:`turns`, streaming ones too (the updates are passed through as they arrive
     and merged for the record). With ``emit=True`` the turns are also reported to the
     current trace as ``model_request``/``model_response``/``model_error`` events, for clients used
     outside :class:`~loopsim.Agent` (an Agent already reports its own turns, so the
-    default is not to report them twice).
+    default is not to report them twice). An answer whose ``continuation_token`` or
+    ``additional_properties`` JSON would not give back as it is (a ``datetime``, a
+    tuple, NaN) is a :class:`~loopsim.TranscriptError` naming the field: a replay of the
+    record could only give back something else.
 
     Example:
         >>> import loopsim
@@ -274,8 +319,12 @@ class RecordingChatClient:
         turn.response = [self._dump(m) for m in response.messages]
         turn.usage = None if response.usage is None else response.usage.model_dump(mode="json")
         turn.response_id = response.response_id
-        turn.finish_reason = response.finish_reason
-        turn.conversation_id = response.conversation_id
+        fields = answer_fields(response)
+        for name in ("continuation_token", "additional_properties"):
+            if name in fields:
+                fields[name] = self._json(fields[name], name, turn)
+        for name, value in fields.items():
+            setattr(turn, name, value)
         turn.response_time = _now()
         if self.emit:
             emit_hosted(turn.agent, turn.session, response)
@@ -286,7 +335,27 @@ class RecordingChatClient:
                 messages=list(response.messages),
                 usage=response.usage,
                 response_id=response.response_id,
+                **answer_fields(response),
             )
+
+    def _json(self, value: Any, name: str, turn: RecordedTurn) -> Any:
+        """``value`` as JSON data (redacted); an error when JSON would change it, since a
+        replay gives back what the file holds."""
+        import json  # noqa: PLC0415 - only a turn with these fields needs it
+
+        try:
+            copied = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            problem = f"it is not JSON data ({exc})"
+        else:
+            if copied == value:
+                return self.redactor.redact(copied)
+            problem = "JSON changes it (a tuple, or a key that is not a string?)"
+        msg = (
+            f"cannot record the {name} of agent {turn.agent!r}'s answer: {problem}; a "
+            "replay could only give back something else"
+        )
+        raise TranscriptError(msg)
 
     def _fail(self, turn: RecordedTurn, exc: Exception) -> None:
         turn.error = self.redactor.text(f"{type(exc).__name__}: {exc}")

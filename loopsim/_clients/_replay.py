@@ -9,6 +9,7 @@ and each live request is answered by the next turn of its session.
 
 from __future__ import annotations
 
+import copy
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,7 +23,7 @@ from .._messages import ChatOptions, ChatRequest, ChatResponse, Message, Usage
 from ._base import FakeChatClient
 from ._faults import Fault
 from ._faulty import model_fault
-from ._recording import RecordedTurn, call_names, dump_message, message_summary
+from ._recording import ANSWER_FIELDS, RecordedTurn, call_names, dump_message, message_summary
 
 __all__ = [
     "RecordedEvent",
@@ -132,8 +133,9 @@ def turns_from_events(events: Sequence[Any], agent: str) -> list[RecordedTurn]:
             turn.response = list(data.get("messages") or ())
             turn.usage = data.get("usage")
             turn.response_id = data.get("response_id")
-            turn.finish_reason = data.get("finish_reason")
-            turn.conversation_id = data.get("conversation_id")
+            for name in ANSWER_FIELDS:  # absent from older files: the defaults
+                if name in data:
+                    setattr(turn, name, data[name])
             turn.response_time = float(event.time)
             turn.response_index = index
     return [t for t in turns if id(t) not in taken]
@@ -347,13 +349,16 @@ def _response_of(turn: RecordedTurn) -> ChatResponse:
     if _loopsim_id(response_id, "resp"):
         response_id = _trace.next_id("resp")
     usage = None if turn.usage is None else Usage.model_validate(turn.usage)
-    return ChatResponse(
-        messages,
-        response_id=response_id,
-        usage=usage,
-        conversation_id=turn.conversation_id,
-        finish_reason=turn.finish_reason,
-    )
+    return ChatResponse(messages, response_id=response_id, usage=usage, **_fresh(turn))
+
+
+def _fresh(turn: RecordedTurn) -> dict[str, Any]:
+    """The turn's answer fields, the JSON ones copied (each replay gets its own)."""
+    fields = turn.answer_fields
+    for name in ("continuation_token", "additional_properties"):
+        if name in fields:
+            fields[name] = copy.deepcopy(fields[name])
+    return fields
 
 
 def _diff(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ._model import Transcript, TranscriptEvent
 from ._render import _RequestTails, describe_event
@@ -12,6 +14,7 @@ from ._render import _RequestTails, describe_event
 __all__ = ["Divergence", "diff_transcripts"]
 
 _CONTEXT = 3
+_CLIP = 120  # characters of a differing field's value shown on an event's line
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,24 @@ def _line(event: TranscriptEvent | None, tails: _RequestTails) -> str:
     return f"t={event.time:9.3f}  {event.kind}  {describe_event(event, tails)}"
 
 
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str]:
+    """The data fields in which two events differ, each side with its own values (an
+    absent one is ``<unset>``, a long one clipped): ``  {finish_reason: "length"}``."""
+    names = [k for k in (*a, *(k for k in b if k not in a)) if a.get(k) != b.get(k)]
+
+    def value(data: Mapping[str, Any], key: str) -> str:
+        if key not in data:
+            return "<unset>"
+        text = json.dumps(data[key], ensure_ascii=False, sort_keys=True)
+        return text if len(text) <= _CLIP else text[: _CLIP - 3] + "..."
+
+    def shown(data: Mapping[str, Any]) -> str:
+        values = ", ".join(f"{k}: {value(data, k)}" for k in names)
+        return f"  {{{values}}}" if names else ""
+
+    return shown(a), shown(b)
+
+
 def _json_lines(event: TranscriptEvent | None) -> list[str]:
     if event is None:
         return []
@@ -118,6 +139,11 @@ def diff_transcripts(expected: Transcript, actual: Transcript) -> Divergence | N
             context = context[-_CONTEXT:]
             continue
         line_a, line_b = _line(a, tails_a), _line(b, tails_b)
+        if line_a == line_b and a is not None and b is not None:
+            # the same line (a field the line does not show, such as an answer's
+            # finish_reason): each side names the fields that differ
+            shown_a, shown_b = _differing(a.data, b.data)
+            line_a, line_b = line_a + shown_a, line_b + shown_b
         diff = difflib.unified_diff(
             _json_lines(a),
             _json_lines(b),

@@ -8,14 +8,40 @@ how you see whether a model upgrade changed the behaviour before re-recording.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .._clients._recording import RecordedTurn, message_summary
+from .._clients._recording import ANSWER_FIELDS, RecordedTurn, message_summary
 from .._clients._replay import comparable_message, request_difference, turns_from_events
 from ._model import Transcript
 
-__all__ = ["CallDrift", "DriftReport", "drift_report"]
+__all__ = ["DRIFT_FIELDS", "CallDrift", "DriftReport", "answer_difference", "drift_report"]
+
+#: The answer fields a drift report compares: what the model decided (why it stopped,
+#: which model answered). The others (conversation id, continuation token, creation
+#: time, additional properties, like the response id) are what the service stamps on
+#: each call afresh, so a new recording always differs in them.
+DRIFT_FIELDS = ("finish_reason", "model")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "<unset>"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def answer_difference(
+    recorded: RecordedTurn, live: RecordedTurn, names: Sequence[str] = ANSWER_FIELDS
+) -> tuple[str, str, str] | None:
+    """The first of ``names`` (answer fields) in which two answers differ, as (name,
+    recorded value, live value) in words; None when they agree in all of them."""
+    old, new = recorded.answer_fields, live.answer_fields
+    for name in names:
+        if old.get(name) != new.get(name):
+            return name, _shown(old.get(name)), _shown(new.get(name))
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +104,13 @@ def _compare(recorded: RecordedTurn, new: RecordedTurn) -> list[str]:
         changes.append(f"request changed: recorded {difference[0]}; new {difference[1]}")
     if not _same_answer(recorded, new):
         changes.append(f"answer changed: recorded {_answer(recorded)}; new {_answer(new)}")
+    if recorded.response is not None and new.response is not None:
+        # only the fields the recording has: one made before loopsim kept a field (or
+        # from a model that never gives it) says nothing about it
+        for name in (n for n in DRIFT_FIELDS if n in recorded.answer_fields):
+            differs = answer_difference(recorded, new, (name,))
+            if differs is not None:
+                changes.append(f"{name} changed: recorded {differs[1]}; new {differs[2]}")
     if (recorded.usage or {}) != (new.usage or {}) and recorded.usage and new.usage:
         changes.append(f"usage changed: recorded {recorded.usage}; new {new.usage}")
     return changes
@@ -97,7 +130,8 @@ def drift_report(recorded: Transcript, new: Transcript) -> DriftReport:
     """Compare ``new`` (a fresh recording against the real model) with ``recorded``.
 
     Model calls are paired per agent in order; each pair reports a changed request (the
-    code sent something else, usually because an earlier answer changed), a changed answer
+    code sent something else, usually because an earlier answer changed), a changed answer,
+    a changed finish reason or model (:data:`DRIFT_FIELDS`, when the recording has them)
     and changed usage. Calls only one side has are reported as missing or new.
 
     Example:

@@ -44,12 +44,17 @@ class ModelRequest(_Agentful):
 
 
 class ModelResponse(_Agentful):
-    """``model_response``: usage, response id (messages are checked apart)."""
+    """``model_response``: usage, response id and, only when the answer set them, its
+    other response-level fields (messages are checked apart)."""
 
     usage: dict[str, Any] | None = None
     response_id: str | None = None
     finish_reason: str | None = None
     conversation_id: str | None = None
+    continuation_token: dict[str, Any] | None = None
+    model: str | None = None
+    created_at: str | None = None
+    additional_properties: dict[str, Any] = {}
 
 
 class ModelError(_Agentful):

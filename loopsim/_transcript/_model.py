@@ -239,7 +239,10 @@ class Transcript(BaseModel):
 
         Each turn becomes a ``model_request`` event and, when it got an answer, a
         ``model_response`` event (a ``model_error`` event when the call raised); events
-        are ordered by virtual time, stably.
+        are ordered by virtual time, stably. A ``model_response`` holds the answer's
+        messages, usage, response id and those of its ``finish_reason``,
+        ``conversation_id``, ``continuation_token``, ``model``, ``created_at`` and
+        ``additional_properties`` that it set (the others are not written).
         """
         timed: list[tuple[float, int, str, dict[str, Any]]] = []
         for order, turn in enumerate(turns):
@@ -269,14 +272,7 @@ class Transcript(BaseModel):
                             "usage": turn.usage,
                             "response_id": turn.response_id,
                             # written only when the model gave them (older files have none)
-                            **{
-                                key: value
-                                for key, value in (
-                                    ("finish_reason", turn.finish_reason),
-                                    ("conversation_id", turn.conversation_id),
-                                )
-                                if value is not None
-                            },
+                            **turn.answer_fields,
                         },
                     )
                 )

@@ -20,6 +20,7 @@ from .._clients._replay import comparable_message, turns_from_events
 from .._clients._replay import request_difference as _diff
 from .._errors import ReplayMismatchError
 from ._diff import Divergence, diff_transcripts
+from ._drift import answer_difference
 from ._model import Transcript
 
 __all__ = [
@@ -319,10 +320,16 @@ def _model_side(recorded: Transcript, fresh: Transcript) -> list[str]:
         turn = f"agent {rec.agent} at t={rec.request_time:g}"
         old = [comparable_message(m) for m in rec.response or ()]
         new = [comparable_message(m) for m in now.response or ()]
+        differs = answer_difference(rec, now)
         if old != new or rec.error != now.error:
             notes.append(
                 f"{turn}: the scenario's model now answers {_answer(now)} "
                 f"(recorded: {_answer(rec)})"
+            )
+        elif differs is not None:
+            notes.append(
+                f"{turn}: the scenario's model now answers with {differs[0]} {differs[2]} "
+                f"(recorded: {differs[1]})"
             )
         elif abs(rec.delay - now.delay) > 1e-9:
             notes.append(
@@ -398,6 +405,17 @@ def compare_replay(recorded: Transcript, replayed: Replayed | Transcript) -> Rep
                 problems.append(
                     f"a request differs: {_where(a)} at recorded event {a.event_index}: "
                     f"recorded {difference[0]}; live {difference[1]}"
+                )
+                break
+        for a, b in pairs.pairs:
+            if a.response is None or b.response is None:
+                continue
+            differs = answer_difference(a, b)
+            if differs is not None:
+                name, was, now = differs
+                problems.append(
+                    f"an answer differs from the recording: {_where(a)} at recorded event "
+                    f"{a.response_index}: {name} recorded {was}; live {now}"
                 )
                 break
         if pairs.only_live:

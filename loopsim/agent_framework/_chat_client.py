@@ -11,6 +11,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from .. import _trace
 from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._clients._hosted import emit_hosted
+from .._clients._recording import answer_fields
 from .._clock import model_call
 from .._messages import RESPONSE_FIELDS, ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
@@ -162,6 +163,7 @@ class LoopsimChatClient(
                 messages=list(response.messages),
                 usage=response.usage,
                 response_id=response.response_id,
+                **answer_fields(response),
             )
 
     def _failed(self, exc: BaseException, agent: str | None, session: str | None) -> None:

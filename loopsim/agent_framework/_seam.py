@@ -30,6 +30,7 @@ import agent_framework as af
 from .. import _trace
 from .._clients import ChatClient, RealTimeChatClient
 from .._clients._base import split_into_updates
+from .._clients._recording import answer_fields
 from .._clock import model_call
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
@@ -192,6 +193,7 @@ def _answered(response: ChatResponse, agent: str, session: str | None) -> None:
             messages=list(response.messages),
             usage=response.usage,
             response_id=response.response_id,
+            **answer_fields(response),
         )
 
 
