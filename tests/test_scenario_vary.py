@@ -177,3 +177,81 @@ def test_draws_without_always_still_check_errors_and_invariants(tmp_path: Path) 
     run = run_vary(load_scenario(_write(tmp_path, "errors", text)), seeded=True)
     assert not run.result.passed
     assert run.result.failures[0].kind == "error"
+
+
+STRICT = """\
+version: 1
+strict: true
+agents:
+  worker: {policy: {echo: {delay: 5}}}
+parent: {agent: worker}
+steps:
+  - run: go
+  - advance: 3
+expect:
+  elapsed: {min: 8}
+  response: {contains: "echo: go"}
+vary:
+  agents.worker.policy.echo.delay: {between: [0, 600]}
+vary_settings: {max_examples: 25}
+always:
+  response: {contains: "echo: go"}
+"""
+
+
+def test_a_strict_files_draws_are_not_run_again_without_each_step(tmp_path: Path) -> None:
+    # A draw checks `always:`; whether a step matters is a question about the file's
+    # `expect:`, asked of the file as written. A draw with delay >= 8 needs no advance
+    # to reach `elapsed: {min: 8}`: that must not fail the draw.
+    loaded = load_scenario(_write(tmp_path, "strict", STRICT))
+    for engine in ("loopsim", "agent_framework"):
+        run = run_vary(loaded, seeded=True, engine=engine)
+        assert run.result.passed, run.result.report()
+        assert run.examples > 1
+    # the file as written is still looked at: there the advance matters, or it fails
+    weak = STRICT.replace("elapsed: {min: 8}", "elapsed: {min: 5}")
+    for engine in ("loopsim", "agent_framework"):
+        base = run_vary(load_scenario(_write(tmp_path, "weak", weak)), seeded=True, engine=engine)
+        assert base.examples == 1
+        assert [f.location for f in base.result.failures] == ["steps[1]"]
+
+
+SHARED = """\
+version: 1
+agents:
+  worker: {policy: {echo: {delay: 5, prefix: "echo: "}}}
+parent: {agent: worker}
+steps:
+  - run: go
+vary:
+  agents.worker.policy.echo.delay: {one_of: [5, 50]}
+  agents.worker.policy.echo.prefix: {one_of: ["echo: ", "said: "]}
+  steps: {list_of: {one_of: [{run: go}, {run: again}]}, min_size: 1, max_size: 2}
+vary_settings: {max_examples: 40}
+always:
+  response: {not_contains: "said: again"}
+  elapsed: {max: 20}
+"""
+
+
+def test_draws_leave_the_file_as_written_unchanged(tmp_path: Path) -> None:
+    # two paths through the same mapping, and a drawn list of mappings: each draw applies
+    # all of them to its own copy, and the loaded document is left as it was
+    loaded = load_scenario(_write(tmp_path, "shared", SHARED))
+    before = yaml.safe_dump(loaded.data)
+    run = run_vary(loaded, seeded=True)
+    assert yaml.safe_dump(loaded.data) == before
+    assert not run.result.passed
+    assert run.result.draw is not None
+    echo = run.document["agents"]["worker"]["policy"]["echo"]
+    assert echo == {
+        "delay": run.result.draw["agents.worker.policy.echo.delay"],
+        "prefix": run.result.draw["agents.worker.policy.echo.prefix"],
+    }
+    assert run.document["steps"] == run.result.draw["steps"]
+    assert run.document["steps"] is not run.result.draw["steps"]
+    assert run_scenario(loaded).passed  # the file as written still runs as written
+    again = run_scenario(
+        load_scenario(write_reproducer(loaded, run.result, run.document, tmp_path / "out"))
+    )
+    assert [f.message for f in again.failures] == [f.message for f in run.result.failures]

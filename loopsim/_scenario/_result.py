@@ -209,7 +209,8 @@ def run_scenario(
             ``advance``, ``approve``, ``restart`` and ``release_session`` step; a step
             whose removal still passes is weak. ``loopsim run`` and the pytest plugin
             ask for it; a ``strict: true`` file is always checked (such a step fails it).
-            Files without such steps pay nothing.
+            Files without such steps pay nothing. Only with ``expect`` among
+            ``blocks``: a ``vary:`` draw (``blocks=("always",)``) is never run again.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
     if engine == "both":
@@ -247,7 +248,9 @@ def run_scenario(
             run,
             keys,
             update_snapshots=update_snapshots,
-            steps_unchecked=steps_that_do_not_matter,  # strict files only (check_run)
+            # strict files only (check_run), and only where `expect:` is checked: a step
+            # matters to the file's expectations, which a `vary:` draw does not check
+            steps_unchecked=steps_that_do_not_matter if "expect" in keys else None,
         ),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),
