@@ -71,7 +71,10 @@ def strategy(spec: VarySpec) -> Any:
             return st.integers(low, high)
         return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False)
     if spec.one_of is not None:
-        return st.sampled_from(spec.one_of).map(copy.deepcopy)
+        choices = spec.one_of
+        if all(_immutable(choice) for choice in choices):
+            return st.sampled_from(choices)  # nothing a run could change: no copy needed
+        return st.sampled_from(choices).map(copy.deepcopy)
     if spec.fault_set is not None:
         faults = spec.fault_set
         low, high = faults.calls
@@ -79,6 +82,16 @@ def strategy(spec: VarySpec) -> Any:
         return st.lists(one, min_size=faults.min_faults, max_size=faults.max_faults)
     assert spec.list_of is not None  # noqa: S101 - one of four kinds
     return st.lists(strategy(spec.list_of), min_size=spec.min_size, max_size=spec.largest)
+
+
+def _immutable(value: Any) -> bool:
+    """A value no run can change in place (a YAML scalar), so draws may share it."""
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _copy_value(value: Any) -> Any:
+    """``value``, copied unless it is a scalar."""
+    return value if _immutable(value) else copy.deepcopy(value)
 
 
 class DrawFailedError(AssertionError):
@@ -213,13 +226,16 @@ def run_vary(
                     progress(count - shrinks, planned, shrinks)
 
     def run_draw(data: Any) -> None:
-        document = copy.deepcopy(loaded.data)
+        # Only the mappings and lists on a drawn path are copied: the rest of the
+        # document is shared with the file as written, which nothing changes in place.
+        document = dict(loaded.data)
         document.pop("ties", None)  # `ties:` pins the file as written; draws draw every tie
+        copied: set[int] = {id(document)}
         drawn: dict[str, Any] = {}
         for text, parts, values in paths:
             value = data.draw(values, label=text)
             drawn[text] = value
-            apply_draw(document, parts, copy.deepcopy(value))
+            apply_draw(document, parts, _copy_value(value), copied)
 
         stopped: list[BaseException] = []
 

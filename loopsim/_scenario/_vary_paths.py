@@ -48,11 +48,24 @@ def _key(node: Mapping[Any, Any], part: Part) -> Any:
     return part
 
 
-def apply_draw(document: Any, parts: Sequence[Part], value: Any) -> None:
-    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time)."""
+def apply_draw(
+    document: Any, parts: Sequence[Part], value: Any, copied: set[int] | None = None
+) -> None:
+    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time).
+
+    With ``copied`` (the ids of containers that are the draw's own, ``document``
+    among them), every mapping and list on the path that is not yet the draw's own is
+    replaced by a shallow copy first, so the document it was copied from is unchanged.
+    """
     node = document
     for part in parts[:-1]:
-        node = node[_key(node, part) if isinstance(node, dict) else part]
+        key = _key(node, part) if isinstance(node, dict) else part
+        child = node[key]
+        if copied is not None and id(child) not in copied:
+            child = copy.copy(child)
+            node[key] = child
+            copied.add(id(child))
+        node = child
     last = parts[-1]
     if isinstance(node, dict):
         node[_key(node, last)] = value
