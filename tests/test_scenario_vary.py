@@ -150,6 +150,15 @@ def test_tie_choices_are_drawn_and_pinned_in_the_reproducer(tmp_path: Path) -> N
     assert yaml.safe_load(written.read_text(encoding="utf-8"))["ties"] == [1]
     again = run_scenario(load_scenario(written))
     assert [f.message for f in again.failures] == [f.message for f in run.result.failures]
+    assert again.transcript is not None
+    assert run.result.transcript is not None  # the draws ran unrecorded; this one again
+    assert again.transcript.to_json() == run.result.transcript.to_json()
+    # on both engines: each engine's transcript of the failing draw is there
+    both = run_vary(loaded, seeded=True, engine="both").result
+    assert both.ties == [1]
+    assert both.transcript is not None
+    assert both.other is not None
+    assert both.other.transcript is not None
 
 
 def test_the_file_as_written_is_checked_first_against_expect_and_always(tmp_path: Path) -> None:

@@ -181,6 +181,7 @@ def run_scenario(
     engine: EngineChoice | None = None,
     compare: bool = True,
     check_steps_matter: bool = False,
+    record: bool = True,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -211,6 +212,9 @@ def run_scenario(
             ask for it; a ``strict: true`` file is always checked (such a step fails it).
             Files without such steps pay nothing. Only with ``expect`` among
             ``blocks``: a ``vary:`` draw (``blocks=("always",)``) is never run again.
+        record: False keeps the events but builds no transcript (``result.transcript``
+            is None; a ``transcript: snapshot`` check then fails): ``vary:`` draws, whose
+            transcripts only a failing draw needs, and that one is run again.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
     if engine == "both":
@@ -227,6 +231,7 @@ def run_scenario(
                     models=models,
                     engine=one,
                     check_steps_matter=check_steps_matter and one == "loopsim",  # the base of _both
+                    record=record,
                 )
             except ScenarioError as exc:  # that engine cannot build it: said, not hidden
                 return exc
@@ -236,7 +241,13 @@ def run_scenario(
     if cassette is not None:
         models = cassette.client
     run = execute(
-        loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models, engine=engine
+        loaded,
+        seed=seed,
+        backend=backend,
+        tie_breaker=tie_breaker,
+        models=models,
+        engine=engine,
+        record=record,
     )
     result = ScenarioResult(
         name=loaded.name,

@@ -97,10 +97,14 @@ def _copy_value(value: Any) -> Any:
 class DrawFailedError(AssertionError):
     """One draw of a ``vary:`` scenario failed (hypothesis shrinks on it)."""
 
-    def __init__(self, result: ScenarioResult, document: Any) -> None:
+    def __init__(
+        self, result: ScenarioResult, document: Any, one: LoadedScenario | None = None
+    ) -> None:
         super().__init__(result.report(tail=0))
         self.result = result
         self.document = document
+        #: the draw as a loaded scenario (None: the draw gave no valid scenario)
+        self.one = one
 
 
 @dataclass
@@ -195,6 +199,9 @@ def run_vary(
             loaded.folders,
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
+    # a draw's transcript is recorded only when its checks read it (a snapshot)
+    always = loaded.scenario.always
+    record = always is not None and always.transcript is not None
     ties = st.integers(0, 1)
     if seeded is None:
         seeded = seeded_by_default()
@@ -281,12 +288,13 @@ def run_vary(
             engine=engine,
             compare=False,  # draws: each engine's `always:`; the file as written is compared
             check_steps_matter=False,  # the file as written was looked at (`base`)
+            record=record,  # only the failing draw's transcript is read: it is run again
         )
         if stopped:
             raise stopped[0]
         if not result.passed:
             result.draw = drawn
-            raise DrawFailedError(result, document)
+            raise DrawFailedError(result, document, one)
 
     draw_once.__name__ = f"vary_{loaded.stem}"
     draw_once._hypothesis_internal_add_digest = str(loaded.where.path or loaded.name).encode()  # type: ignore[attr-defined] # hypothesis's database key per scenario
@@ -297,8 +305,46 @@ def run_vary(
     try:
         test()
     except DrawFailedError as failed:
-        return VaryRun(failed.result, count, failed.document, planned, shrinks)
+        result = failed.result
+        if failed.one is not None and result.transcript is None:
+            result = _recorded(failed.one, result, seed, backend, engine)
+        return VaryRun(result, count, failed.document, planned, shrinks)
     return VaryRun(base, count, planned=planned, shrinks=shrinks)
+
+
+def _recorded(
+    one: LoadedScenario,
+    result: ScenarioResult,
+    seed: int | None,
+    backend: Backend | None,
+    engine: EngineChoice | None,
+) -> ScenarioResult:
+    """The failing draw run again with its transcript recorded: the same document, seed,
+    backend and tie choices (each engine's, in the order the draw made them), so the same
+    run. Should it not fail the same way, the draw's own result is kept and says so."""
+    chosen = [*result.ties, *(result.other.ties if result.other is not None else ())]
+    replay = iter(chosen)
+    again = run_scenario(
+        one,
+        seed=seed,
+        backend=backend,
+        blocks=("always",),
+        tie_breaker=lambda _task_ids: next(replay, 0),
+        engine=engine,
+        compare=False,
+        check_steps_matter=False,
+    )
+    if [f.message for f in again.failures] != [f.message for f in result.failures]:
+        result.failures.append(
+            Failure(
+                "run again to record its transcript, the shrunk draw did not fail the same "
+                "way: the run is not deterministic",
+                "vary",
+            )
+        )
+        return result
+    again.draw = result.draw
+    return again
 
 
 # -- reproducers --------------------------------------------------------------------------------
