@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 import yaml
 
+from loopsim._clock._gc import SIMULATION_THRESHOLDS
 from loopsim._scenario import (
     load_scenario,
     load_scenario_text,
@@ -264,3 +266,18 @@ def test_draws_leave_the_file_as_written_unchanged(tmp_path: Path) -> None:
         load_scenario(write_reproducer(loaded, run.result, run.document, tmp_path / "out"))
     )
     assert [f.message for f in again.failures] == [f.message for f in run.result.failures]
+
+
+def test_the_collector_thresholds_hold_for_the_whole_property(tmp_path: Path) -> None:
+    # raised between the draws too (hypothesis's own work), restored after, pass or fail
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        seen: set[tuple[int, ...]] = set()
+        for text in (DELAYED, DELAYED.replace("{max: 100}", "{max: 700}")):
+            loaded = load_scenario(_write(tmp_path, "delayed", text))
+            run_vary(loaded, seeded=True, progress=lambda *_: seen.add(gc.get_threshold()))
+            assert gc.get_threshold() == (700, 10, 10)
+        assert seen == {SIMULATION_THRESHOLDS}
+    finally:
+        gc.set_threshold(*saved)
