@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopsim._clock._gc import SIMULATION_THRESHOLDS
+from loopsim._errors import ScenarioError
 from loopsim._scenario import (
     load_scenario,
     load_scenario_text,
@@ -16,7 +20,9 @@ from loopsim._scenario import (
     run_vary,
     write_reproducer,
 )
-from loopsim._scenario._vary_paths import parse_path
+from loopsim._scenario._source import LoadedScenario
+from loopsim._scenario._vary import strategy
+from loopsim._scenario._vary_paths import DrawValidator, apply_draw, concrete, parse_path
 
 ROOT = Path(__file__).parent.parent
 VARY_SCENARIOS = sorted((ROOT / "scenarios").glob("vary_*.loopsim.yaml"))
@@ -281,3 +287,43 @@ def test_the_collector_thresholds_hold_for_the_whole_property(tmp_path: Path) ->
         assert seen == {SIMULATION_THRESHOLDS}
     finally:
         gc.set_threshold(*saved)
+
+
+def _vary_files() -> list[LoadedScenario]:
+    texts = [DELAYED, TIED, SHARED, STRICT]
+    return [*(load_scenario(p) for p in VARY_SCENARIOS), *map(load_scenario_text, texts)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_draw_validated_section_by_section_is_the_whole_documents_scenario(
+    data: st.DataObject,
+) -> None:
+    # DrawValidator validates only the sections a draw changes; it must give exactly
+    # the scenario validating the whole drawn document gives
+    loaded = data.draw(st.sampled_from(_vary_files()))
+    paths = [
+        (parse_path(text) or (), strategy(spec)) for text, spec in loaded.scenario.vary.items()
+    ]
+    document = copy.deepcopy(loaded.data)
+    document.pop("ties", None)
+    for parts, values in paths:
+        apply_draw(document, parts, copy.deepcopy(data.draw(values)))
+    whole = concrete(loaded, document).scenario
+    drawn = DrawValidator(loaded, [parts for parts, _ in paths])(document).scenario
+    assert drawn == whole
+    assert drawn.model_dump() == whole.model_dump()
+    assert drawn.model_fields_set == whole.model_fields_set
+
+
+def test_an_invalid_draw_is_reported_as_the_whole_document_reports_it() -> None:
+    loaded = load_scenario_text(DELAYED)
+    check = DrawValidator(loaded, [("agents", "worker", "policy", "echo", "delay")])
+    document = copy.deepcopy(loaded.data)
+    document["agents"]["worker"]["policy"]["echo"]["delay"] = -5
+    with pytest.raises(ScenarioError) as whole:
+        concrete(loaded, document)
+    with pytest.raises(ScenarioError) as drawn:
+        check(document)
+    assert str(drawn.value) == str(whole.value)
+    assert "agents.worker.policy.echo.delay" in str(drawn.value)

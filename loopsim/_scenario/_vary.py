@@ -41,7 +41,7 @@ from ._check import Failure
 from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
 from ._source import LoadedScenario
-from ._vary_paths import apply_draw, concrete, parse_path
+from ._vary_paths import DrawValidator, apply_draw, parse_path
 
 __all__ = [
     "DEFAULT_REPRODUCERS",
@@ -200,6 +200,7 @@ def run_vary(
             loaded.folders,
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
+    validate = DrawValidator(loaded, [parts for _, parts, _ in paths])
     # a draw's transcript is recorded only when its checks read it (a snapshot)
     always = loaded.scenario.always
     record = always is not None and always.transcript is not None
@@ -269,7 +270,7 @@ def run_vary(
             return index
 
         try:
-            one = concrete(loaded, document)
+            one = validate(document)
         except ScenarioError as exc:
             result = ScenarioResult(
                 loaded.name,
