@@ -245,7 +245,8 @@ class DrawValidator:
                 elif field.is_required():
                     return concrete(loaded, document, limits)  # raises: it is missing
                 else:  # as the whole document's validation would: the field's default
-                    update[key] = field.get_default(call_default_factory=True)
+                    make = field.default_factory
+                    update[key] = field.default if make is None else make()  # type: ignore[call-arg]
         except ValidationError:
             return concrete(loaded, document, limits)  # raises, located in the document
         scenario = loaded.scenario.model_copy(update=update)
@@ -267,6 +268,8 @@ def _sections(keys: Sequence[str]) -> dict[str, TypeAdapter[Any]] | None:
         field = Scenario.model_fields.get(key)
         if field is None or key in own or field.alias is not None or field.annotation is None:
             return None
+        if getattr(field, "default_factory_takes_data", False):
+            return None  # its default is made from the other fields
         kind: Any = field.annotation
         if field.metadata:
             params: tuple[Any, ...] = (kind, *field.metadata)
