@@ -181,6 +181,7 @@ def run_scenario(
     engine: EngineChoice | None = None,
     compare: bool = True,
     check_steps_matter: bool = False,
+    record: bool = True,
 ) -> ScenarioResult:
     """Run a loaded scenario on a fresh virtual clock and check its expectations.
 
@@ -209,7 +210,11 @@ def run_scenario(
             ``advance``, ``approve``, ``restart`` and ``release_session`` step; a step
             whose removal still passes is weak. ``loopsim run`` and the pytest plugin
             ask for it; a ``strict: true`` file is always checked (such a step fails it).
-            Files without such steps pay nothing.
+            Files without such steps pay nothing. Only with ``expect`` among
+            ``blocks``: a ``vary:`` draw (``blocks=("always",)``) is never run again.
+        record: False keeps the events but builds no transcript (``result.transcript``
+            is None; a ``transcript: snapshot`` check then fails): ``vary:`` draws, whose
+            transcripts only a failing draw needs, and that one is run again.
     """
     keys = tuple(blocks) if blocks is not None else ("expect", "always")
     if engine == "both":
@@ -226,6 +231,7 @@ def run_scenario(
                     models=models,
                     engine=one,
                     check_steps_matter=check_steps_matter and one == "loopsim",  # the base of _both
+                    record=record,
                 )
             except ScenarioError as exc:  # that engine cannot build it: said, not hidden
                 return exc
@@ -235,7 +241,13 @@ def run_scenario(
     if cassette is not None:
         models = cassette.client
     run = execute(
-        loaded, seed=seed, backend=backend, tie_breaker=tie_breaker, models=models, engine=engine
+        loaded,
+        seed=seed,
+        backend=backend,
+        tie_breaker=tie_breaker,
+        models=models,
+        engine=engine,
+        record=record,
     )
     result = ScenarioResult(
         name=loaded.name,
@@ -247,7 +259,9 @@ def run_scenario(
             run,
             keys,
             update_snapshots=update_snapshots,
-            steps_unchecked=steps_that_do_not_matter,  # strict files only (check_run)
+            # strict files only (check_run), and only where `expect:` is checked: a step
+            # matters to the file's expectations, which a `vary:` draw does not check
+            steps_unchecked=steps_that_do_not_matter if "expect" in keys else None,
         ),
         warnings=[] if loaded.scenario.strict else warnings_of(loaded, run),
         weak=[] if loaded.scenario.strict else weak_of(loaded, run),

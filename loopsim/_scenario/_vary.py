@@ -34,13 +34,14 @@ from typing import Any
 
 import yaml
 
+from .._clock._gc import with_simulation_gc
 from .._errors import ScenarioError
 from .._files import file_in, write_atomic
 from ._check import Failure
 from ._result import EngineChoice, ScenarioResult, run_scenario
 from ._schema import Backend, ExpectSpec, Scenario, VarySpec, describe
 from ._source import LoadedScenario
-from ._vary_paths import apply_draw, concrete, parse_path
+from ._vary_paths import DrawValidator, apply_draw, parse_path
 
 __all__ = [
     "DEFAULT_REPRODUCERS",
@@ -71,7 +72,10 @@ def strategy(spec: VarySpec) -> Any:
             return st.integers(low, high)
         return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False)
     if spec.one_of is not None:
-        return st.sampled_from(spec.one_of).map(copy.deepcopy)
+        choices = spec.one_of
+        if all(_immutable(choice) for choice in choices):
+            return st.sampled_from(choices)  # nothing a run could change: no copy needed
+        return st.sampled_from(choices).map(copy.deepcopy)
     if spec.fault_set is not None:
         faults = spec.fault_set
         low, high = faults.calls
@@ -81,13 +85,27 @@ def strategy(spec: VarySpec) -> Any:
     return st.lists(strategy(spec.list_of), min_size=spec.min_size, max_size=spec.largest)
 
 
+def _immutable(value: Any) -> bool:
+    """A value no run can change in place (a YAML scalar), so draws may share it."""
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _copy_value(value: Any) -> Any:
+    """``value``, copied unless it is a scalar."""
+    return value if _immutable(value) else copy.deepcopy(value)
+
+
 class DrawFailedError(AssertionError):
     """One draw of a ``vary:`` scenario failed (hypothesis shrinks on it)."""
 
-    def __init__(self, result: ScenarioResult, document: Any) -> None:
+    def __init__(
+        self, result: ScenarioResult, document: Any, one: LoadedScenario | None = None
+    ) -> None:
         super().__init__(result.report(tail=0))
         self.result = result
         self.document = document
+        #: the draw as a loaded scenario (None: the draw gave no valid scenario)
+        self.one = one
 
 
 @dataclass
@@ -182,6 +200,10 @@ def run_vary(
             loaded.folders,
         )
     paths = [(text, parse_path(text) or (), strategy(spec)) for text, spec in scenario.vary.items()]
+    validate = DrawValidator(loaded, [parts for _, parts, _ in paths])
+    # a draw's transcript is recorded only when its checks read it (a snapshot)
+    always = loaded.scenario.always
+    record = always is not None and always.transcript is not None
     ties = st.integers(0, 1)
     if seeded is None:
         seeded = seeded_by_default()
@@ -213,13 +235,16 @@ def run_vary(
                     progress(count - shrinks, planned, shrinks)
 
     def run_draw(data: Any) -> None:
-        document = copy.deepcopy(loaded.data)
+        # Only the mappings and lists on a drawn path are copied: the rest of the
+        # document is shared with the file as written, which nothing changes in place.
+        document = dict(loaded.data)
         document.pop("ties", None)  # `ties:` pins the file as written; draws draw every tie
+        copied: set[int] = {id(document)}
         drawn: dict[str, Any] = {}
         for text, parts, values in paths:
             value = data.draw(values, label=text)
             drawn[text] = value
-            apply_draw(document, parts, copy.deepcopy(value))
+            apply_draw(document, parts, _copy_value(value), copied)
 
         stopped: list[BaseException] = []
 
@@ -245,7 +270,7 @@ def run_vary(
             return index
 
         try:
-            one = concrete(loaded, document)
+            one = validate(document)
         except ScenarioError as exc:
             result = ScenarioResult(
                 loaded.name,
@@ -265,12 +290,13 @@ def run_vary(
             engine=engine,
             compare=False,  # draws: each engine's `always:`; the file as written is compared
             check_steps_matter=False,  # the file as written was looked at (`base`)
+            record=record,  # only the failing draw's transcript is read: it is run again
         )
         if stopped:
             raise stopped[0]
         if not result.passed:
             result.draw = drawn
-            raise DrawFailedError(result, document)
+            raise DrawFailedError(result, document, one)
 
     draw_once.__name__ = f"vary_{loaded.stem}"
     draw_once._hypothesis_internal_add_digest = str(loaded.where.path or loaded.name).encode()  # type: ignore[attr-defined] # hypothesis's database key per scenario
@@ -279,10 +305,52 @@ def run_vary(
     if seeded:
         test = hypothesis_seed(scenario.seed if seed is None else seed)(test)
     try:
-        test()
+        # The collector's simulation thresholds for the whole property, not only during
+        # each run: between runs hypothesis allocates too, and at the default thresholds
+        # its young collections (and the full passes they lead to) traverse every run's
+        # leftovers again (about 8% of a draw's time in the LoopAgent benchmark).
+        with_simulation_gc(lambda _: test())(None)
     except DrawFailedError as failed:
-        return VaryRun(failed.result, count, failed.document, planned, shrinks)
+        result = failed.result
+        if failed.one is not None and result.transcript is None:
+            result = _recorded(failed.one, result, seed, backend, engine)
+        return VaryRun(result, count, failed.document, planned, shrinks)
     return VaryRun(base, count, planned=planned, shrinks=shrinks)
+
+
+def _recorded(
+    one: LoadedScenario,
+    result: ScenarioResult,
+    seed: int | None,
+    backend: Backend | None,
+    engine: EngineChoice | None,
+) -> ScenarioResult:
+    """The failing draw run again with its transcript recorded: the same document, seed,
+    backend and tie choices (each engine's, in the order the draw made them), so the same
+    run. Should it not fail the same way, the draw's own result is kept and says so."""
+    chosen = [*result.ties, *(result.other.ties if result.other is not None else ())]
+    replay = iter(chosen)
+    again = run_scenario(
+        one,
+        seed=seed,
+        backend=backend,
+        blocks=("always",),
+        tie_breaker=lambda _task_ids: next(replay, 0),
+        engine=engine,
+        compare=False,
+        check_steps_matter=False,
+    )
+    if [f.message for f in again.failures] != [f.message for f in result.failures]:
+        result.failures.append(
+            Failure(
+                "run again to record its transcript, the shrunk draw did not fail the same "
+                "way: the run is not deterministic",
+                "vary",
+            )
+        )
+        return result
+    again.draw = result.draw
+    return again
 
 
 # -- reproducers --------------------------------------------------------------------------------

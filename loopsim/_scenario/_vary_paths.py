@@ -6,9 +6,9 @@ import copy
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._errors import ScenarioError
 from ._limits import DEFAULT_LIMITS, ScenarioLimits, listing
@@ -17,7 +17,7 @@ from ._schema import Scenario, VarySpec, describe
 from ._source import LoadedScenario, Located, combine, format_location
 from ._validation import from_validation
 
-__all__ = ["FIXED_KEYS", "apply_draw", "check_vary", "concrete", "parse_path"]
+__all__ = ["FIXED_KEYS", "DrawValidator", "apply_draw", "check_vary", "concrete", "parse_path"]
 
 #: Top-level keys a ``vary:`` path may not point into.
 FIXED_KEYS = ("version", "vary", "vary_settings", "always", "expect", "ties")
@@ -48,11 +48,24 @@ def _key(node: Mapping[Any, Any], part: Part) -> Any:
     return part
 
 
-def apply_draw(document: Any, parts: Sequence[Part], value: Any) -> None:
-    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time)."""
+def apply_draw(
+    document: Any, parts: Sequence[Part], value: Any, copied: set[int] | None = None
+) -> None:
+    """Set ``value`` at ``parts`` in ``document`` (the path was checked at load time).
+
+    With ``copied`` (the ids of containers that are the draw's own, ``document``
+    among them), every mapping and list on the path that is not yet the draw's own is
+    replaced by a shallow copy first, so the document it was copied from is unchanged.
+    """
     node = document
     for part in parts[:-1]:
-        node = node[_key(node, part) if isinstance(node, dict) else part]
+        key = _key(node, part) if isinstance(node, dict) else part
+        child = node[key]
+        if copied is not None and id(child) not in copied:
+            child = copy.copy(child)
+            node[key] = child
+            copied.add(id(child))
+        node = child
     last = parts[-1]
     if isinstance(node, dict):
         node[_key(node, last)] = value
@@ -198,6 +211,71 @@ def concrete(
         raise from_validation(exc, loaded.where, document, limits) from None
     check_references(scenario, loaded.where, limits, loaded.folders)
     return LoadedScenario(scenario, loaded.where, loaded.source, document, loaded.folders)
+
+
+class DrawValidator:
+    """Validate drawn documents of one ``vary:`` file, building only what a draw changes.
+
+    A draw changes the top-level sections its paths lead into; the others are the file
+    as written, already validated (and frozen). So each changed section is validated on
+    its own, as the field of :class:`Scenario` it is (type and constraints), and put
+    into a copy of the file's scenario; the references are checked on the whole, as
+    :func:`concrete` does. Whenever that could differ from validating the whole
+    document, it does that instead: a section with a validator of the scenario's own
+    (or a model validator, an alias), and any draw that does not validate (so its error
+    is the whole document's, located as usual).
+    """
+
+    def __init__(self, loaded: LoadedScenario, paths: Sequence[Sequence[Part]]) -> None:
+        self.loaded = loaded
+        # `ties:` too: a draw's document leaves it out (draws draw every tie)
+        touched = list(dict.fromkeys([*(str(parts[0]) for parts in paths if parts), "ties"]))
+        self.sections = _sections(touched)
+
+    def __call__(self, document: Any, limits: ScenarioLimits = DEFAULT_LIMITS) -> LoadedScenario:
+        loaded = self.loaded
+        if self.sections is None:
+            return concrete(loaded, document, limits)
+        update: dict[str, Any] = {}
+        try:
+            for key, adapter in self.sections.items():
+                field = Scenario.model_fields[key]
+                if key in document:
+                    update[key] = adapter.validate_python(document[key])
+                elif field.is_required():
+                    return concrete(loaded, document, limits)  # raises: it is missing
+                else:  # as the whole document's validation would: the field's default
+                    make = field.default_factory
+                    update[key] = field.default if make is None else make()  # type: ignore[call-arg]
+        except ValidationError:
+            return concrete(loaded, document, limits)  # raises, located in the document
+        scenario = loaded.scenario.model_copy(update=update)
+        # the keys given, as validation records them
+        given = {key for key in document if key in Scenario.model_fields}
+        object.__setattr__(scenario, "__pydantic_fields_set__", given)
+        check_references(scenario, loaded.where, limits, loaded.folders)
+        return LoadedScenario(scenario, loaded.where, loaded.source, document, loaded.folders)
+
+
+def _sections(keys: Sequence[str]) -> dict[str, TypeAdapter[Any]] | None:
+    """A validator per top-level key, as the scenario's field; None: validate it all."""
+    decorators = Scenario.__pydantic_decorators__
+    if decorators.model_validators or Scenario.model_config.get("extra") != "forbid":
+        return None
+    own = {name for d in decorators.field_validators.values() for name in d.info.fields}
+    adapters: dict[str, TypeAdapter[Any]] = {}
+    for key in keys:
+        field = Scenario.model_fields.get(key)
+        if field is None or key in own or field.alias is not None or field.annotation is None:
+            return None
+        if getattr(field, "default_factory_takes_data", False):
+            return None  # its default is made from the other fields
+        kind: Any = field.annotation
+        if field.metadata:
+            params: tuple[Any, ...] = (kind, *field.metadata)
+            kind = Annotated[params]  # the field's type with its constraints
+        adapters[key] = TypeAdapter(kind)
+    return adapters
 
 
 def check_vary(
