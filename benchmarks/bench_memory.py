@@ -144,19 +144,25 @@ def per_iteration(engine: str, sizes: list[int]) -> dict[str, float]:
     loopsim.simulate(_loop_program(engine, 3), wall_clock=False)
     loopsim.record(_loop_program(engine, 3))
     figures: dict[str, float] = {}
-    for recorded in (False, True):
+    for mode in MODES:
         for n in sizes:
             program = _loop_program(engine, n)
             gc.collect()
             tracemalloc.start()
             base = tracemalloc.get_traced_memory()[0]
-            if recorded:
-                loopsim.record(program, real_time_limit=None)
-            else:
+            if mode == "plain":
                 loopsim.simulate(program, wall_clock=False, real_time_limit=None)
+            elif mode == "recorded":
+                # the run under a Recorder, up to the transcript (not read)
+                with loopsim.Recorder() as recorder:
+                    loopsim.simulate(
+                        program, wall_clock=False, real_time_limit=None, trace=recorder.trace
+                    )
+            else:
+                loopsim.record(program, real_time_limit=None)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            figures[f"{'recorded' if recorded else 'plain'} {n}"] = (peak - base) / n
+            figures[f"{mode} {n}"] = (peak - base) / n
     return figures
 
 
@@ -181,8 +187,8 @@ def iteration_rows(
         )
         figures = json.loads(done.stdout.strip().splitlines()[-1])
         largest = max(sizes[engine])
-        for mode in ("plain", "recorded"):
-            label = "recorded" if mode == "recorded" else "not recorded"
+        for mode in MODES:
+            label = MODES[mode]
             for n in sizes[engine]:
                 value = figures[f"{mode} {n}"] / 1e3
                 rows.append(
@@ -196,6 +202,7 @@ def iteration_rows(
                 )
                 log(f"{rows[-1].case}: {value:.1f} KB")
             ratio = figures[f"{mode} {largest}"] / figures[f"{mode} 100"]
+            flat = mode != "read"
             rows.append(
                 Row(
                     section="memory",
@@ -204,15 +211,22 @@ def iteration_rows(
                     ),
                     value=round(ratio, 2),
                     unit="x",
-                    target=f"<= {ITERATION_TARGET}",
-                    met=ratio <= ITERATION_TARGET,
-                    note="flat: the same memory per iteration however long the loop",
+                    target=f"<= {ITERATION_TARGET}" if flat else "",
+                    met=ratio <= ITERATION_TARGET if flat else None,
+                    note=(
+                        "flat: the same memory per iteration however long the loop"
+                        if flat
+                        else "read: each request's full message list is made (8 bytes a slot)"
+                    ),
                 )
             )
             log(f"{rows[-1].case}: {ratio:.2f}x")
     return rows
 
 
+#: The runs measured: not recorded; recorded (a Recorder, its transcript not read); and
+#: recorded then read (``loopsim.record``: the transcript holds every request's list).
+MODES = {"plain": "not recorded", "recorded": "recorded", "read": "recorded and read"}
 #: Memory per iteration at the largest size over that at 100 iterations: flat.
 ITERATION_TARGET = 1.5
 
