@@ -187,8 +187,7 @@ def iteration_rows(
         )
         figures = json.loads(done.stdout.strip().splitlines()[-1])
         largest = max(sizes[engine])
-        for mode in MODES:
-            label = MODES[mode]
+        for mode, label in MODES.items():
             for n in sizes[engine]:
                 value = figures[f"{mode} {n}"] / 1e3
                 rows.append(

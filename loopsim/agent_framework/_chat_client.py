@@ -142,9 +142,7 @@ class LoopsimChatClient(
             )
         return converted, chat_options, agent, session
 
-    def _history(
-        self, key: tuple[str | None, str | None], converted: list[Message]
-    ) -> MessageView:
+    def _history(self, key: tuple[str | None, str | None], converted: list[Message]) -> MessageView:
         seen = self._sent.get(key)
         if seen is not None:
             known = len(seen)
