@@ -10,8 +10,11 @@ two: what a long ``vary:`` or a big suite in one worker pays per run. Target: wi
     python benchmarks/bench_memory.py agent_framework 2000
 
 *Per iteration*: one loop that never stops on its own (an evaluator or predicate that
-always continues, capped at N iterations) against a model that answers at once, run
-recorded (``loopsim.record``) and not (``simulate``), in a fresh process per engine. The
+always continues, capped at N iterations) against a model that answers at once, run not
+recorded (``simulate``), recorded (under a ``Recorder``, its transcript not read) and
+recorded then read (``loopsim.record``: reading makes each request's own message list,
+8 bytes a slot, so that figure grows with N and has no target), in a fresh process per
+engine. The
 figure is the traced peak (``tracemalloc``, above what was allocated before the run)
 divided by N, at N = 10, 100 and 1,000. The history grows by two messages per iteration,
 so a flat figure is the target: the ratio row divides the figure at the largest N by
