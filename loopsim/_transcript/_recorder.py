@@ -51,12 +51,34 @@ _set_attribute = object.__setattr__
 def _event(seq: int, time: float, kind: str, data: dict[str, Any]) -> TranscriptEvent:
     # What ``TranscriptEvent.model_construct`` builds, without its per-call field walk:
     # the recorder's own values are already what validation would keep.
+    if kind == "model_request":
+        messages = data.get("messages")
+        if type(messages) is _Prefix:
+            data["messages"] = messages.read()  # in place: the key order stays
     event = _new_object(TranscriptEvent)
     _set_attribute(event, "__dict__", {"seq": seq, "time": time, "kind": kind, "data": data})
     _set_attribute(event, "__pydantic_fields_set__", {"seq", "time", "kind", "data"})
     _set_attribute(event, "__pydantic_extra__", None)
     _set_attribute(event, "__pydantic_private__", None)
     return event
+
+
+class _Prefix:
+    """A request's messages as the first ``stop`` dumps of a list that only grows.
+
+    The requests of one agent and session that extend each other share one such list,
+    so n requests of a growing history hold O(n) slots, not O(n^2); the event's own list
+    is made when the event is first read.
+    """
+
+    __slots__ = ("dumps", "stop")
+
+    def __init__(self, dumps: list[Any], stop: int) -> None:
+        self.dumps = dumps
+        self.stop = stop
+
+    def read(self) -> list[Any]:
+        return self.dumps[: self.stop]
 
 
 def jsonable(value: Any) -> Any:
@@ -90,7 +112,10 @@ class Recorder:
 
     Events are converted to JSON data when they are emitted, so objects that change
     later cannot change the record. Messages are dumped once each, however many
-    requests resend them (a request holds the whole history), and the dumps are shared.
+    requests resend them (a request holds the whole history), and the dumps are shared;
+    requests that extend the previous one of the same agent and session share its list
+    too (each event's own list is made when the event is first read), so recording a
+    long loop holds memory linear in its length until the transcript is read.
     The transcript's event models are built when it is first read (a passing scenario
     whose transcript nobody reads never builds them).
     The recorder only listens through :meth:`Trace.subscribe`; nothing special-cases it.
@@ -214,26 +239,30 @@ class Recorder:
             return value.model_dump(mode="json")
         return jsonable(value)
 
-    def _request(self, data: dict[str, Any]) -> list[Any]:
-        # A request resends the whole history: reuse the dumps of the previous request of
-        # the same agent and session when it is a prefix (checked by identity, at C
-        # speed), so recording a long loop costs what is new in each request.
+    def _request(self, data: dict[str, Any]) -> _Prefix:
+        # A request resends the whole history. The requests of one agent and session keep
+        # one list of messages seen and one of their dumps, both only ever appended to: a
+        # request that extends it (checked by identity, at C speed) appends what is new,
+        # one that is a prefix of it appends nothing, and each request holds only where it
+        # stops. Anything else (an edited or reordered history) starts new lists.
         value = data["messages"]
         as_list = getattr(value, "as_list", None)
         items: list[Any] = as_list() if callable(as_list) else list(value)
         key = (data.get("agent"), data.get("session"))
-        previous = self._requests.get(key)
-        dumps: list[Any]
-        if (
-            previous is not None
-            and len(previous[0]) <= len(items)
-            and all(map(operator.is_, previous[0], items))
-        ):
-            dumps = previous[1] + [self._convert(m) for m in items[len(previous[0]) :]]
-        else:
-            dumps = [self._convert(m) for m in items]
+        shared = self._requests.get(key)
+        if shared is not None:
+            seen, dumps = shared
+            known = len(seen)
+            if known <= len(items) and all(map(operator.is_, seen, items)):
+                fresh = items[known:]
+                seen.extend(fresh)
+                dumps.extend([self._convert(m) for m in fresh])
+                return _Prefix(dumps, len(items))
+            if len(items) < known and all(map(operator.is_, items, seen)):
+                return _Prefix(dumps, len(items))
+        dumps = [self._convert(m) for m in items]
         self._requests[key] = (items, dumps)
-        return dumps
+        return _Prefix(dumps, len(items))
 
     def _stable(self, value: str) -> str:
         # A uuid this simulation did not make (an agent or session built before it, with

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ import agent_framework as af
 from agent_framework.observability import ChatTelemetryLayer
 
 from .. import _trace
+from .._agents._session import MessageView
 from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._clients._hosted import emit_hosted
 from .._clients._recording import answer_fields
@@ -80,6 +82,10 @@ class LoopsimChatClient(
         # would convert, and keep, a new copy of the whole history per call (quadratic
         # memory in a long loop).
         self._converted: dict[tuple[Any, ...], tuple[list[Any], Message]] = {}
+        # What each agent and session sent, appended to only: a request that extends it
+        # reaches the loopsim client as a view of its first items, as the built-in Agent
+        # sends its history, so ``.requests`` holds O(1) per request, not a list each.
+        self._sent: dict[tuple[str | None, str | None], list[Message]] = {}
         # A recording client reports model events itself; the adapter does not repeat them.
         self._emits = not (isinstance(loopsim_client, RecordingChatClient) and loopsim_client.emit)
 
@@ -112,11 +118,11 @@ class LoopsimChatClient(
 
     def _request(
         self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
-    ) -> tuple[list[Message], ChatOptions, str | None, str | None]:
+    ) -> tuple[MessageView, ChatOptions, str | None, str | None]:
         require_asyncio()
         agent = scope.agent if scope is not None else self.name
         session = scope.session if scope is not None else None
-        converted = [self._convert(m) for m in messages]
+        converted = self._history((agent, session), [self._convert(m) for m in messages])
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
         if self._emits:
             model_call(agent)  # the run's max_model_calls (runaway loops)
@@ -136,6 +142,18 @@ class LoopsimChatClient(
                 ),
             )
         return converted, chat_options, agent, session
+
+    def _history(self, key: tuple[str | None, str | None], converted: list[Message]) -> MessageView:
+        seen = self._sent.get(key)
+        if seen is not None:
+            known = len(seen)
+            if known <= len(converted) and all(map(operator.is_, seen, converted)):
+                seen.extend(converted[known:])
+                return MessageView(seen, len(converted))
+            if len(converted) < known and all(map(operator.is_, converted, seen)):
+                return MessageView(seen, len(converted))
+        self._sent[key] = converted
+        return MessageView(converted, len(converted))
 
     def _convert(self, message: af.Message) -> Message:
         shape = (
