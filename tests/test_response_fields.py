@@ -3,7 +3,8 @@
 Strategies build real agent_framework ``ChatResponse`` / ``ChatResponseUpdate`` objects
 (``response_id``, ``conversation_id``, ``finish_reason``, ``continuation_token``,
 ``model``, ``created_at``, ``additional_properties``, usage, and the content kinds
-loopsim models). Each goes through ``as_chat_client`` (a loopsim client seen as an
+loopsim models, with the messages' ``additional_properties`` and the contents'
+``annotations`` and ``additional_properties``). Each goes through ``as_chat_client`` (a loopsim client seen as an
 agent_framework client) and ``from_chat_client`` (the reverse), and every field must come
 out equal. What loopsim cannot carry is a ``ConversionError`` naming the field.
 """
@@ -40,24 +41,68 @@ FIELDS = (
 short = st.text(min_size=1, max_size=8)
 ids = st.none() | short
 keys = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
-af_texts = st.builds(af.Content.from_text, st.text(min_size=1, max_size=12))
-af_calls = st.builds(
-    lambda call_id, name, args: af.Content.from_function_call(call_id, name, arguments=args),
-    short,
-    short,
-    st.dictionaries(keys, json_values, max_size=3),
+properties = st.dictionaries(keys, json_values, max_size=3)
+#: agent_framework's ``Annotation`` (a citation), as its vendor clients fill it
+annotations = st.fixed_dictionaries(
+    {"type": st.just("citation")},
+    optional={
+        "title": short,
+        "url": st.builds("https://example.test/{}".format, keys),
+        "file_id": short,
+        "snippet": st.text(max_size=12),
+        "annotated_regions": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.just("text_span"),
+                    "start_index": st.integers(0, 50),
+                    "end_index": st.integers(0, 50),
+                }
+            ),
+            max_size=2,
+        ),
+        "additional_properties": properties,
+    },
 )
-af_others = st.one_of(
-    st.builds(lambda m: af.Content.from_error(message=m), st.text(max_size=10)),
+
+
+@st.composite
+def _marked(draw: st.DrawFn, contents: st.SearchStrategy[Any]) -> Any:
+    """A content of ``contents``, often with annotations and properties of its own (an
+    empty annotation list is None, upstream's default, which is how it comes back)."""
+    content = draw(contents)
+    content.annotations = draw(st.none() | st.lists(annotations, min_size=1, max_size=2))
+    content.additional_properties = draw(properties)
+    return content
+
+
+def marked(contents: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return _marked(contents)
+
+
+af_texts = marked(st.builds(af.Content.from_text, st.text(min_size=1, max_size=12)))
+af_calls = marked(
     st.builds(
-        af.Content.from_data,
-        st.binary(max_size=12),
-        st.sampled_from(["image/png", "application/octet-stream"]),
-    ),
-    st.builds(
-        lambda path: af.Content("uri", uri=f"https://example.test/{path}", media_type="text/plain"),
-        keys,
-    ),
+        lambda call_id, name, args: af.Content.from_function_call(call_id, name, arguments=args),
+        short,
+        short,
+        st.dictionaries(keys, json_values, max_size=3),
+    )
+)
+af_others = marked(
+    st.one_of(
+        st.builds(lambda m: af.Content.from_error(message=m), st.text(max_size=10)),
+        st.builds(
+            af.Content.from_data,
+            st.binary(max_size=12),
+            st.sampled_from(["image/png", "application/octet-stream"]),
+        ),
+        st.builds(
+            lambda path: af.Content(
+                "uri", uri=f"https://example.test/{path}", media_type="text/plain"
+            ),
+            keys,
+        ),
+    )
 )
 af_contents = af_texts | af_calls | af_others
 counters = st.integers(0, 10**6)
@@ -70,7 +115,6 @@ af_usages = st.none() | st.fixed_dictionaries(
     },
 )
 tokens = st.none() | st.dictionaries(keys, json_values, min_size=1, max_size=3)
-properties = st.dictionaries(keys, json_values, max_size=3)
 finish_reasons = st.none() | st.sampled_from(["stop", "length", "tool_calls", "content_filter"])
 timestamps = st.none() | st.sampled_from(["2026-01-01T00:00:00Z", "2026-12-02T03:00:00+00:00"])
 
@@ -80,12 +124,17 @@ def af_responses(draw: st.DrawFn) -> af.ChatResponse[Any]:
     messages = draw(
         st.lists(
             st.builds(
-                lambda contents, author, mid: af.Message(
-                    "assistant", contents, author_name=author, message_id=mid
+                lambda contents, author, mid, props: af.Message(
+                    "assistant",
+                    contents,
+                    author_name=author,
+                    message_id=mid,
+                    additional_properties=props,
                 ),
                 st.lists(af_contents, max_size=3),
                 st.none() | short,
                 ids,
+                properties,
             ),
             max_size=2,
         )
@@ -161,7 +210,13 @@ def _contents(message_or_update: Any) -> list[dict[str, Any]]:
 
 
 def _message(message: Any) -> tuple[Any, ...]:
-    return (str(message.role), message.author_name, message.message_id, _contents(message))
+    return (
+        str(message.role),
+        message.author_name,
+        message.message_id,
+        dict(message.additional_properties or {}),
+        _contents(message),
+    )
 
 
 def _field(value: Any, name: str) -> Any:

@@ -34,8 +34,10 @@ _STREAMING: ContextVar[bool] = ContextVar("loopsim_streaming", default=False)
 def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
     """Split a response into the updates a streaming model would send.
 
-    Text is cut into word-sized chunks (whitespace kept, so merging restores it exactly);
-    every other content is one update; usage comes last as a ``UsageContent`` update.
+    Text is cut into word-sized chunks (whitespace kept, so merging restores it exactly),
+    unless it has annotations or ``additional_properties``; every other content is one
+    update; usage comes last as a ``UsageContent`` update. A message's own
+    ``additional_properties`` have no place in a stream (upstream's updates have none).
     Every update carries its message's id and the response id (and the response's
     ``conversation_id``, ``finish_reason``, ``continuation_token``, ``model``,
     ``created_at`` and ``additional_properties`` when it has them; a response with no
@@ -50,7 +52,8 @@ def split_into_updates(response: ChatResponse) -> list[ChatResponseUpdate]:
             pieces = (
                 [text_content(t) for t in _CHUNK.findall(content.text)] or [content]
                 if isinstance(content, TextContent)
-                else [content]
+                and not (content.annotations or content.additional_properties)
+                else [content]  # an annotated text goes whole: its notes are the whole's
             )
             updates.extend(
                 build_chat_update(

@@ -6,8 +6,9 @@ import base64
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic import BaseModel, Field, PlainSerializer, PlainValidator
 
+from ._fields import MODEL_CONFIG, Annotations, Properties, annotations_field, properties_field
 from ._hosted import HostedToolCallContent, HostedToolResultContent
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
     "contents_of",
     "text_of",
 ]
-
-MODEL_CONFIG = ConfigDict(extra="forbid", validate_assignment=False)
 
 
 class Usage(BaseModel):
@@ -89,6 +88,8 @@ class TextContent(BaseModel):
     model_config = MODEL_CONFIG
     type: Literal["text"] = "text"
     text: str
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class FunctionCallContent(BaseModel):
@@ -99,6 +100,8 @@ class FunctionCallContent(BaseModel):
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class FunctionResultContent(BaseModel):
@@ -109,6 +112,8 @@ class FunctionResultContent(BaseModel):
     call_id: str
     result: Any = None
     error: str | None = None
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class FunctionApprovalRequestContent(BaseModel):
@@ -118,6 +123,8 @@ class FunctionApprovalRequestContent(BaseModel):
     type: Literal["function_approval_request"] = "function_approval_request"
     id: str
     function_call: FunctionCallContent
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
     def create_response(self, approved: bool) -> FunctionApprovalResponseContent:
         """The answer to this request."""
@@ -134,6 +141,8 @@ class FunctionApprovalResponseContent(BaseModel):
     id: str
     approved: bool
     function_call: FunctionCallContent
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class ErrorContent(BaseModel):
@@ -142,6 +151,8 @@ class ErrorContent(BaseModel):
     model_config = MODEL_CONFIG
     type: Literal["error"] = "error"
     message: str
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 def _bytes_from_json(value: Any) -> bytes:
@@ -169,6 +180,8 @@ class DataContent(BaseModel):
     type: Literal["data"] = "data"
     data: Base64Bytes
     media_type: str
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class UriContent(BaseModel):
@@ -178,6 +191,8 @@ class UriContent(BaseModel):
     type: Literal["uri"] = "uri"
     uri: str
     media_type: str | None = None
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class UsageContent(BaseModel):
@@ -186,6 +201,8 @@ class UsageContent(BaseModel):
     model_config = MODEL_CONFIG
     type: Literal["usage"] = "usage"
     usage: Usage
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 Content = Annotated[

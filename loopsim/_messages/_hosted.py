@@ -13,31 +13,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from ._fields import MODEL_CONFIG, Annotations, Properties, annotations_field, properties_field
 
 __all__ = ["HostedTool", "HostedToolCallContent", "HostedToolResultContent", "hosted_call"]
-
-_CONFIG = ConfigDict(extra="forbid", validate_assignment=False)
 
 
 class HostedToolCallContent(BaseModel):
     """A call the model's service made of the hosted tool ``tool`` (``"web_search"``...)."""
 
-    model_config = _CONFIG
+    model_config = MODEL_CONFIG
     type: Literal["hosted_tool_call"] = "hosted_tool_call"
     call_id: str
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 class HostedToolResultContent(BaseModel):
     """What the hosted tool returned for the call ``call_id`` (JSON data)."""
 
-    model_config = _CONFIG
+    model_config = MODEL_CONFIG
     type: Literal["hosted_tool_result"] = "hosted_tool_result"
     call_id: str
     tool: str
     result: Any = None
+    annotations: Annotations = annotations_field()
+    additional_properties: Properties = properties_field()
 
 
 def hosted_call(

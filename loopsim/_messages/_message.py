@@ -20,6 +20,7 @@ from ._content import (
     contents_of,
     text_of,
 )
+from ._fields import Properties, properties_field
 
 __all__ = [
     "Message",
@@ -84,7 +85,11 @@ def _all_contents(contents: Sequence[Any]) -> bool:
 def text_content(text: str) -> TextContent:
     """``TextContent(text=text)``, built without validation when ``text`` is a str."""
     if type(text) is str:
-        return _built(TextContent, {"type": "text", "text": text}, {"text"})
+        return _built(
+            TextContent,
+            {"type": "text", "text": text, "annotations": [], "additional_properties": {}},
+            {"text"},
+        )
     return TextContent(text=text)
 
 
@@ -119,7 +124,9 @@ def build_message(
                 "contents": contents,
                 "author_name": author_name,
                 "message_id": message_id,
+                "additional_properties": {},
             },
+            {"role", "contents", "author_name", "message_id"},  # as Message(...) sets them
         )
     return Message(role, contents, author_name=author_name, message_id=message_id)
 
@@ -137,6 +144,9 @@ class Message(BaseModel):
     contents: list[Content] = Field(default_factory=list)
     author_name: str | None = None
     message_id: str | None = None
+    #: what the framework or a provider keeps on the message (JSON data), such as
+    #: agent_framework's ``Message.additional_properties``; never sent as text
+    additional_properties: Properties = properties_field()
 
     def __init__(
         self,

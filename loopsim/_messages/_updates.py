@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -222,7 +223,11 @@ class _MessageBuilder:
     """Collects one message's contents; adjacent text pieces become one TextContent.
 
     A run of adjacent text pieces is joined once when it ends (a run of one keeps its
-    TextContent object), rather than re-building a TextContent per piece.
+    TextContent object), rather than re-building a TextContent per piece. As upstream
+    joins them: the pieces' annotations follow one another, and of their
+    ``additional_properties`` the earliest value of a key wins (two mappings under one
+    key are joined the same way, one level deep); a piece whose ``model_output_kind``
+    (agent_framework marks a refusal so) differs from the run's first starts a new run.
     """
 
     role: str
@@ -231,6 +236,8 @@ class _MessageBuilder:
     contents: list[Content] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     first_text: TextContent | None = None
+    #: the run's pieces that have annotations or additional_properties, in order
+    marked: list[TextContent] = field(default_factory=list)
 
     def accepts(self, update: AgentResponseUpdate | ChatResponseUpdate) -> bool:
         """Whether ``update`` continues this message: same role, and no other id or author."""
@@ -248,8 +255,18 @@ class _MessageBuilder:
     def add(self, contents: Sequence[Content]) -> None:
         for content in contents:
             if isinstance(content, TextContent):
-                if self.first_text is None:
+                first = self.first_text
+                if first is None:
                     self.first_text = content
+                elif (
+                    content.additional_properties or first.additional_properties
+                ) and _output_kind(first) != _output_kind(
+                    content
+                ):  # the run's first piece decides, as upstream
+                    self._end_text()
+                    self.first_text = content
+                if content.annotations or content.additional_properties:
+                    self.marked.append(content)
                 self.texts.append(content.text)
             else:
                 self._end_text()
@@ -259,13 +276,44 @@ class _MessageBuilder:
         first = self.first_text
         if first is not None:
             texts = self.texts
-            self.contents.append(first if len(texts) == 1 else text_content("".join(texts)))
+            if len(texts) == 1:
+                self.contents.append(first)
+            elif self.marked:
+                self.contents.append(_joined_text("".join(texts), self.marked))
+            else:
+                self.contents.append(text_content("".join(texts)))
             self.first_text = None
             self.texts = []
+            self.marked = []
 
     def build(self) -> Message:
         self._end_text()
         return build_message(self.role, self.contents, self.author_name, self.message_id)
+
+
+def _output_kind(content: TextContent) -> Any:
+    """agent_framework's ``model_output_kind`` of a text (its namespaced key first)."""
+    properties = content.additional_properties
+    if not properties:
+        return None
+    core = properties.get("core")
+    fallback = properties.get("model_output_kind")
+    return core.get("model_output_kind", fallback) if isinstance(core, Mapping) else fallback
+
+
+def _joined_text(text: str, marked: Sequence[TextContent]) -> TextContent:
+    """One text of a run's pieces, with their annotations and properties joined."""
+    annotations = [deepcopy(a) for piece in marked for a in piece.annotations]
+    properties: dict[str, Any] = {}
+    for piece in marked:
+        for key, value in piece.additional_properties.items():
+            current = properties.get(key)
+            if isinstance(current, dict) and isinstance(value, Mapping):
+                for inner, inner_value in value.items():
+                    current.setdefault(inner, deepcopy(inner_value))
+            elif key not in properties:
+                properties[key] = deepcopy(value)
+    return TextContent(text=text, annotations=annotations, additional_properties=properties)
 
 
 class _Update(BaseModel):

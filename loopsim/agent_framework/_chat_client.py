@@ -23,8 +23,8 @@ from ._convert import (
     to_af_options,
     to_loopsim_chat_response,
     to_loopsim_chat_update,
-    to_loopsim_message,
     to_loopsim_options,
+    to_loopsim_request_message,
 )
 from ._faults import as_vendor_error
 from ._hosted import HostedToolFactories
@@ -81,7 +81,7 @@ class LoopsimChatClient(
         # kept alive here so that an id is never reused). Keying on the af message itself
         # would convert, and keep, a new copy of the whole history per call (quadratic
         # memory in a long loop).
-        self._converted: dict[tuple[Any, ...], tuple[list[Any], Message]] = {}
+        self._converted: dict[tuple[Any, ...], tuple[list[Any], dict[str, Any], Message]] = {}
         # What each agent and session sent, appended to only: a request that extends it
         # reaches the loopsim client as a view of its first items, as the built-in Agent
         # sends its history, so ``.requests`` holds O(1) per request, not a list each.
@@ -122,7 +122,9 @@ class LoopsimChatClient(
         require_asyncio()
         agent = scope.agent if scope is not None else self.name
         session = scope.session if scope is not None else None
-        converted = self._history((agent, session), [self._convert(m) for m in messages])
+        converted = self._history(
+            (agent, session), [self._convert(m, n) for n, m in enumerate(messages)]
+        )
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
         if self._emits:
             model_call(agent)  # the run's max_model_calls (runaway loops)
@@ -155,7 +157,7 @@ class LoopsimChatClient(
         self._sent[key] = converted
         return MessageView(converted, len(converted))
 
-    def _convert(self, message: af.Message) -> Message:
+    def _convert(self, message: af.Message, number: int) -> Message:
         shape = (
             message.role,
             message.author_name,
@@ -163,12 +165,17 @@ class LoopsimChatClient(
             *[id(c) for c in message.contents],
         )
         if not message.contents:  # nothing to key on: converted afresh (it is cheap)
-            return to_loopsim_message(message)
+            return to_loopsim_request_message(message, field=f"messages[{number}]")
         cached = self._converted.get(shape)
-        if cached is not None:
-            return cached[1]
-        converted = to_loopsim_message(message)
-        self._converted[shape] = (list(message.contents), converted)
+        # the message's own properties may have changed since (upstream sets some later)
+        if cached is not None and cached[1] == message.additional_properties:
+            return cached[2]
+        converted = to_loopsim_request_message(message, field=f"messages[{number}]")
+        self._converted[shape] = (
+            list(message.contents),
+            dict(message.additional_properties),
+            converted,
+        )
         return converted
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:

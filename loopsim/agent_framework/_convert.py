@@ -6,8 +6,14 @@ than loopsim (a function result is text there), the loopsim value rides along in
 content's ``additional_properties`` under :data:`RESULT_KEY`, so it comes back intact.
 
 Two documented normalizations: ``Usage(additional_counts={})`` comes back with
-``additional_counts=None`` (agent_framework's usage is one flat dict), and an
-agent_framework content kind loopsim has no model for is a :class:`ConversionError`.
+``additional_counts=None`` (agent_framework's usage is one flat dict), and an empty
+``annotations`` list comes back as upstream's default, None. An agent_framework content
+kind loopsim has no model for is a :class:`ConversionError`.
+
+Messages carry ``additional_properties`` and every content its ``annotations`` and
+``additional_properties``, both ways (``_extras`` says what is not carried, and why):
+loopsim's own keys (:data:`RESULT_KEY`, the hosted contents' key) sit beside a user's
+there, and a user key of the same name is a :class:`ConversionError`.
 
 Responses and updates carry every response-level field both ways: ``response_id``,
 ``conversation_id``, ``finish_reason``, ``continuation_token``, ``model``,
@@ -33,7 +39,6 @@ from typing import Any, cast
 import agent_framework as af
 from pydantic import BaseModel
 
-from .._errors import LoopsimError
 from .._messages import (
     AgentResponse,
     AgentResponseUpdate,
@@ -55,8 +60,17 @@ from .._messages import (
     Usage,
     UsageContent,
 )
+from ._extras import (
+    ConversionError,
+    af_content_extras,
+    af_properties,
+    loopsim_annotations,
+    loopsim_properties,
+    without_bookkeeping,
+)
 from ._hosted import (
     HOSTED_CONTENT_TYPES,
+    HOSTED_KEY,
     hosted_option_tool,
     hosted_tool_of,
     to_af_hosted,
@@ -83,6 +97,7 @@ __all__ = [
     "to_loopsim_message",
     "to_loopsim_messages",
     "to_loopsim_options",
+    "to_loopsim_request_message",
     "to_loopsim_usage",
 ]
 
@@ -99,24 +114,6 @@ _USAGE_NAMES = {
     "reasoning_tokens": "reasoning_output_token_count",
 }
 _USAGE_FIELDS = {af_name: name for name, af_name in _USAGE_NAMES.items()}
-
-
-class ConversionError(LoopsimError, ValueError):
-    """A value that has no counterpart on the other side (an unknown content kind...).
-
-    Attributes:
-        field: the field that cannot be carried (``"ChatResponseUpdate.merge_mode"``...),
-            None when the error is about a content's value.
-        source: where the value came from (the agent_framework client's name...), None
-            when the converter was called directly.
-    """
-
-    def __init__(
-        self, message: str, *, field: str | None = None, source: str | None = None
-    ) -> None:
-        self.field = field
-        self.source = source
-        super().__init__(f"{message} (from {source})" if source else message)
 
 
 # -- usage ----------------------------------------------------------------------------------
@@ -157,16 +154,38 @@ def to_loopsim_usage(details: Mapping[str, Any] | None) -> Usage | None:
 # -- contents -------------------------------------------------------------------------------
 
 
-def _af_call(call: FunctionCallContent) -> af.Content:
-    return af.Content.from_function_call(call.call_id, call.name, arguments=dict(call.arguments))
+def _af_call(call: FunctionCallContent, field: str) -> af.Content:
+    converted = af.Content.from_function_call(
+        call.call_id, call.name, arguments=dict(call.arguments)
+    )
+    if call.annotations or call.additional_properties:
+        af_content_extras(call, converted, field)
+    return converted
 
 
-def to_af_content(content: Content) -> af.Content:
-    """One loopsim content as an agent_framework ``Content``."""
+def to_af_content(content: Content, *, field: str = "content") -> af.Content:
+    """One loopsim content as an agent_framework ``Content`` (``field`` names it in errors)."""
+    converted = _af_content(content, field)
+    # (a call has its own already: the approvals' nested calls are made the same way)
+    if (content.annotations or content.additional_properties) and not isinstance(
+        content, FunctionCallContent
+    ):
+        own = (
+            RESULT_KEY
+            if isinstance(content, FunctionResultContent)
+            else HOSTED_KEY
+            if isinstance(content, (HostedToolCallContent, HostedToolResultContent))
+            else None
+        )
+        af_content_extras(content, converted, field, own)
+    return converted
+
+
+def _af_content(content: Content, field: str) -> af.Content:
     if isinstance(content, TextContent):
         return af.Content.from_text(content.text)
     if isinstance(content, FunctionCallContent):
-        return _af_call(content)
+        return _af_call(content, field)
     if isinstance(content, FunctionResultContent):
         return af.Content.from_function_result(
             content.call_id,
@@ -176,10 +195,10 @@ def to_af_content(content: Content) -> af.Content:
         )
     if isinstance(content, FunctionApprovalRequestContent):
         return af.Content.from_function_approval_request(
-            content.id, _af_call(content.function_call)
+            content.id, _af_call(content.function_call, f"{field}.function_call")
         )
     if isinstance(content, FunctionApprovalResponseContent):
-        answered = _af_call(content.function_call)
+        answered = _af_call(content.function_call, f"{field}.function_call")
         answered.id = content.id  # the occurrence the answer is for (see the request side)
         return af.Content.from_function_approval_response(content.approved, content.id, answered)
     if isinstance(content, ErrorContent):
@@ -221,13 +240,34 @@ def _arguments(content: af.Content) -> dict[str, Any]:
     return parsed
 
 
-def _loopsim_call(content: af.Content | None) -> FunctionCallContent:
+def _loopsim_call(
+    content: af.Content | None, field: str, source: str | None = None
+) -> FunctionCallContent:
     if content is None or content.type != "function_call":
         msg = "a function approval content needs a function_call"
         raise ConversionError(msg)
-    return FunctionCallContent(
+    call = FunctionCallContent(
         call_id=content.call_id or "", name=content.name or "", arguments=_arguments(content)
     )
+    if content.annotations or content.additional_properties:
+        _set_extras(call, content, field, source)
+    return call
+
+
+def _set_extras(
+    converted: Any, content: af.Content, field: str, source: str | None, own: str | None = None
+) -> None:
+    """Give a freshly converted loopsim content upstream's annotations and properties
+    (checked as JSON data; ``own``: loopsim's key, read by the converter itself)."""
+    annotations = loopsim_annotations(content.annotations, f"{field}.annotations", source)
+    properties = loopsim_properties(
+        content.additional_properties, f"{field}.additional_properties", source, own
+    )
+    # set on the new model directly: the values are already checked JSON data
+    if annotations:
+        converted.annotations = annotations
+    if properties:
+        converted.additional_properties = properties
 
 
 def _data_bytes(content: af.Content) -> bytes:
@@ -243,13 +283,32 @@ def _data_bytes(content: af.Content) -> bytes:
         raise ConversionError(msg) from exc
 
 
-def to_loopsim_content(content: af.Content) -> Content:
-    """One agent_framework ``Content`` as a loopsim content."""
+def to_loopsim_content(
+    content: af.Content, *, field: str = "content", source: str | None = None
+) -> Content:
+    """One agent_framework ``Content`` as a loopsim content (``field`` and ``source`` say
+    where it came from in a :class:`ConversionError`)."""
+    converted = _loopsim_content(content, field, source)
+    kind = content.type
+    # (a call has its own already: the approvals' nested calls are read the same way)
+    if (content.annotations or content.additional_properties) and kind != "function_call":
+        own = (
+            RESULT_KEY
+            if kind == "function_result"
+            else HOSTED_KEY
+            if kind in HOSTED_CONTENT_TYPES
+            else None
+        )
+        _set_extras(converted, content, field, source, own)
+    return converted
+
+
+def _loopsim_content(content: af.Content, field: str, source: str | None) -> Content:
     kind = content.type
     if kind == "text":
         return TextContent(text=content.text or "")
     if kind == "function_call":
-        return _loopsim_call(content)
+        return _loopsim_call(content, field, source)
     if kind == "function_result":
         props = content.additional_properties or {}
         result = props.get(RESULT_KEY, content.result)
@@ -262,13 +321,14 @@ def to_loopsim_content(content: af.Content) -> Content:
         call = content.function_call
         occurrence = getattr(call, "id", None) if call is not None else None
         return FunctionApprovalRequestContent(
-            id=occurrence or content.id or "", function_call=_loopsim_call(call)
+            id=occurrence or content.id or "",
+            function_call=_loopsim_call(call, f"{field}.function_call", source),
         )
     if kind == "function_approval_response":
         return FunctionApprovalResponseContent(
             id=content.id or "",
             approved=bool(content.approved),
-            function_call=_loopsim_call(content.function_call),
+            function_call=_loopsim_call(content.function_call, f"{field}.function_call", source),
         )
     if kind == "error":
         return ErrorContent(message=content.message or content.error_details or "")
@@ -293,32 +353,68 @@ def to_loopsim_content(content: af.Content) -> Content:
 # -- messages -------------------------------------------------------------------------------
 
 
-def to_af_message(message: Message) -> af.Message:
-    """A loopsim message as an agent_framework ``Message``."""
+def to_af_message(message: Message, *, field: str = "message") -> af.Message:
+    """A loopsim message as an agent_framework ``Message`` (``field`` names it in errors)."""
+    properties = message.additional_properties
     return af.Message(
         message.role,
-        [to_af_content(c) for c in message.contents],
+        [to_af_content(c, field=f"{field}.contents[{n}]") for n, c in enumerate(message.contents)],
         author_name=message.author_name,
         message_id=message.message_id,
+        additional_properties=(
+            af_properties(properties, f"{field}.additional_properties") if properties else None
+        ),
     )
 
 
-def to_af_messages(messages: Sequence[Message]) -> list[af.Message]:
-    return [to_af_message(m) for m in messages]
+def to_af_messages(messages: Sequence[Message], *, field: str = "messages") -> list[af.Message]:
+    return [to_af_message(m, field=f"{field}[{n}]") for n, m in enumerate(messages)]
 
 
-def to_loopsim_message(message: af.Message) -> Message:
-    """An agent_framework ``Message`` as a loopsim message."""
+def to_loopsim_message(
+    message: af.Message, *, field: str = "message", source: str | None = None
+) -> Message:
+    """An agent_framework ``Message`` as a loopsim message (``field`` and ``source`` say
+    where it came from in a :class:`ConversionError`)."""
+    contents = [
+        to_loopsim_content(c, field=f"{field}.contents[{n}]", source=source)
+        for n, c in enumerate(message.contents)
+    ]
+    properties = message.additional_properties
+    if properties:
+        return Message(
+            str(message.role),
+            contents,
+            author_name=message.author_name,
+            message_id=message.message_id,
+            additional_properties=loopsim_properties(
+                properties, f"{field}.additional_properties", source
+            ),
+        )
     return Message(
-        str(message.role),
-        [to_loopsim_content(c) for c in message.contents],
-        author_name=message.author_name,
-        message_id=message.message_id,
+        str(message.role), contents, author_name=message.author_name, message_id=message.message_id
     )
 
 
-def to_loopsim_messages(messages: Sequence[af.Message]) -> list[Message]:
-    return [to_loopsim_message(m) for m in messages]
+def to_loopsim_messages(
+    messages: Sequence[af.Message], *, field: str = "messages", source: str | None = None
+) -> list[Message]:
+    return [
+        to_loopsim_message(m, field=f"{field}[{n}]", source=source) for n, m in enumerate(messages)
+    ]
+
+
+def to_loopsim_request_message(
+    message: af.Message, *, field: str = "message", source: str | None = None
+) -> Message:
+    """A message of a request a loopsim fake answers (it plays the service): as
+    :func:`to_loopsim_message`, without the keys agent_framework keeps on a message for
+    itself (``_extras.BOOKKEEPING_KEYS``), which its vendor clients never send."""
+    converted = to_loopsim_message(message, field=field, source=source)
+    properties = converted.additional_properties
+    if properties:
+        converted.additional_properties = without_bookkeeping(properties)
+    return converted
 
 
 # -- responses and updates ------------------------------------------------------------------
@@ -348,7 +444,7 @@ def to_af_chat_response(
     # a value given or already parsed goes along; otherwise agent_framework parses it
     parsed = response._value_parsed  # reading .value would parse it now
     return af.ChatResponse(
-        messages=to_af_messages(response.messages),
+        messages=to_af_messages(response.messages, field="ChatResponse.messages"),
         usage_details=None if response.usage is None else to_af_usage(response.usage),
         response_format=response_format,
         value=response.value if parsed else None,
@@ -392,7 +488,7 @@ def to_loopsim_chat_response(
     """An agent_framework chat response as loopsim's (``source`` names it in errors)."""
     response_format = getattr(response, "_response_format", None)
     converted = ChatResponse(
-        to_loopsim_messages(response.messages),
+        to_loopsim_messages(response.messages, field="ChatResponse.messages", source=source),
         usage=to_loopsim_usage(response.usage_details),
         response_format=response_format,
         **_loopsim_response_fields(response, "ChatResponse", source),
@@ -409,7 +505,10 @@ def _finish_reason(value: Any) -> str | None:
 
 def to_af_chat_update(update: ChatResponseUpdate) -> af.ChatResponseUpdate:
     return af.ChatResponseUpdate(
-        contents=[to_af_content(c) for c in update.contents],
+        contents=[
+            to_af_content(c, field=f"ChatResponseUpdate.contents[{n}]")
+            for n, c in enumerate(update.contents)
+        ],
         role=update.role,  # type: ignore[arg-type] # loopsim roles are free strings
         author_name=update.author_name,
         message_id=update.message_id,
@@ -434,7 +533,10 @@ def to_loopsim_chat_update(
     _check_merge_mode(update, "ChatResponseUpdate", source)
     return ChatResponseUpdate(
         str(update.role or "assistant"),
-        [to_loopsim_content(c) for c in update.contents],
+        [
+            to_loopsim_content(c, field=f"ChatResponseUpdate.contents[{n}]", source=source)
+            for n, c in enumerate(update.contents)
+        ],
         author_name=update.author_name,
         message_id=update.message_id,
         **{
@@ -449,7 +551,7 @@ def to_loopsim_chat_update(
 
 def to_af_agent_response(response: AgentResponse) -> af.AgentResponse[Any]:
     return af.AgentResponse(
-        messages=to_af_messages(response.messages),
+        messages=to_af_messages(response.messages, field="AgentResponse.messages"),
         response_id=response.response_id,
         agent_id=response.agent_id,
         usage_details=None if response.usage is None else to_af_usage(response.usage),
@@ -484,7 +586,7 @@ def to_loopsim_agent_response(
 ) -> AgentResponse:
     value = response.value
     return AgentResponse(
-        to_loopsim_messages(response.messages),
+        to_loopsim_messages(response.messages, field="AgentResponse.messages", source=source),
         response_id=response.response_id,
         agent_id=response.agent_id,
         usage=to_loopsim_usage(response.usage_details),
@@ -500,7 +602,10 @@ def to_loopsim_agent_update(
     fields = _agent_fields(update, "AgentResponseUpdate", source)
     return AgentResponseUpdate(
         str(update.role or "assistant"),
-        [to_loopsim_content(c) for c in update.contents],
+        [
+            to_loopsim_content(c, field=f"AgentResponseUpdate.contents[{n}]", source=source)
+            for n, c in enumerate(update.contents)
+        ],
         author_name=update.author_name,
         message_id=update.message_id,
         response_id=update.response_id,

@@ -203,7 +203,12 @@ def hosted_option_tool(tool: Any) -> Mapping[str, Any] | None:
 
 def to_af_hosted(content: HostedToolCallContent | HostedToolResultContent) -> af.Content:
     """A loopsim hosted content as the agent_framework content of that tool."""
-    kept = {HOSTED_KEY: content.model_dump(mode="json")}
+    # its annotations and properties go on agent_framework's own fields (see _convert)
+    kept = {
+        HOSTED_KEY: content.model_dump(
+            mode="json", exclude={"annotations", "additional_properties"}
+        )
+    }
     tool = content.tool
     if isinstance(content, HostedToolCallContent):
         args = content.arguments

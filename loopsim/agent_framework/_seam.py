@@ -37,8 +37,8 @@ from ._convert import (
     to_af_chat_response,
     to_af_chat_update,
     to_loopsim_chat_response,
-    to_loopsim_message,
     to_loopsim_options,
+    to_loopsim_request_message,
 )
 from ._scope import current_scope
 from ._tracing import ToolTraceMiddleware
@@ -147,7 +147,10 @@ class ModelSeam(af.ChatMiddleware):
         agent = scope.agent if scope is not None else self.name
         session = scope.session if scope is not None else None
         options = dict(context.options or {})
-        messages = [to_loopsim_message(m) for m in context.messages]
+        messages = [
+            to_loopsim_request_message(m, field=f"messages[{n}]")
+            for n, m in enumerate(context.messages)
+        ]
         chat_options = to_loopsim_options(options, agent_name=agent, session_id=session)
         chat_options.additional_properties[_PENDING] = _Pending(context, call_next)
         model_call(agent)  # the run's max_model_calls (runaway loops)
