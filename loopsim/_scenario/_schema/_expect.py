@@ -94,6 +94,14 @@ class RangeSpec(StrictModel):
         return f"at least {self.min:g}" if self.min is not None else f"at most {self.max:g}"
 
 
+def _range_first(cls: type, value: Any) -> Any:  # noqa: ARG001 - a field validator's cls
+    """A mapping given for a number-or-range field is a range: validated as one first,
+    so a bad ``{min, max}`` gets the range's own message, not the number's."""
+    if isinstance(value, dict):
+        return RangeSpec.model_validate(value)
+    return value
+
+
 _TEXT_HINT = "give the text(s), or leave the key out"
 
 
@@ -194,12 +202,7 @@ class ToolErrorSpec(StrictModel):
             return {"tool": value}
         return value
 
-    @field_validator("count", mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
-        return value
+    _a_range = field_validator("count", mode="before")(classmethod(_range_first))
 
     @model_validator(mode="after")
     def _names_something(self) -> ToolErrorSpec:
@@ -251,12 +254,7 @@ class TokenCounts(StrictModel):
     output_tokens: Count | RangeSpec | None = None
     total_tokens: Count | RangeSpec | None = None
 
-    @field_validator(*USAGE_KEYS, mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
-        return value
+    _a_range = field_validator(*USAGE_KEYS, mode="before")(classmethod(_range_first))
 
     def named(self) -> list[tuple[str, int | RangeSpec]]:
         """The counters given, in order."""
@@ -354,12 +352,7 @@ class StepExpect(StrictModel):
     def _never_steps(cls, value: Any) -> Any:
         return check_never_steps(value)
 
-    @field_validator("elapsed", mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
-        return value
+    _a_range = field_validator("elapsed", mode="before")(classmethod(_range_first))
 
     @field_validator("calls")
     @classmethod
