@@ -8,9 +8,9 @@ fields, so a typo cannot make ``count: 0`` pass vacuously.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..._oracles import SAFETY_ORACLES
@@ -94,12 +94,18 @@ class RangeSpec(StrictModel):
         return f"at least {self.min:g}" if self.min is not None else f"at most {self.max:g}"
 
 
-def _range_first(cls: type, value: Any) -> Any:  # noqa: ARG001 - a field validator's cls
-    """A mapping given for a number-or-range field is a range: validated as one first,
-    so a bad ``{min, max}`` gets the range's own message, not the number's."""
+def _range_first(value: Any) -> Any:
+    # a mapping is a range: validated as one first, so a bad {min, max} gets the range's
+    # own message, not the number's
     if isinstance(value, dict):
         return RangeSpec.model_validate(value)
     return value
+
+
+#: A whole number or a ``{min, max}`` range of them.
+CountOrRange = Annotated[Count | RangeSpec, BeforeValidator(_range_first)]
+#: Virtual seconds or a ``{min, max}`` range of them.
+SecondsOrRange = Annotated[Seconds | RangeSpec, BeforeValidator(_range_first)]
 
 
 _TEXT_HINT = "give the text(s), or leave the key out"
@@ -193,7 +199,7 @@ class ToolErrorSpec(StrictModel):
     agent: Name | None = None
     #: the exception's class name, or any part of ``ClassName: message``
     error: Text | None = None
-    count: Count | RangeSpec | None = None
+    count: CountOrRange | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -201,8 +207,6 @@ class ToolErrorSpec(StrictModel):
         if isinstance(value, str):
             return {"tool": value}
         return value
-
-    _a_range = field_validator("count", mode="before")(classmethod(_range_first))
 
     @model_validator(mode="after")
     def _names_something(self) -> ToolErrorSpec:
@@ -250,11 +254,9 @@ class TokenCounts(StrictModel):
     """Token counts: each a whole number or ``{min, max}``; the ones not named are not
     checked."""
 
-    input_tokens: Count | RangeSpec | None = None
-    output_tokens: Count | RangeSpec | None = None
-    total_tokens: Count | RangeSpec | None = None
-
-    _a_range = field_validator(*USAGE_KEYS, mode="before")(classmethod(_range_first))
+    input_tokens: CountOrRange | None = None
+    output_tokens: CountOrRange | None = None
+    total_tokens: CountOrRange | None = None
 
     def named(self) -> list[tuple[str, int | RangeSpec]]:
         """The counters given, in order."""
@@ -310,7 +312,7 @@ class StepExpect(StrictModel):
     task_history: dict[int, list[TaskStatus]] | None = None
     #: counts of transcript events by kind and fields
     events: list[EventCount] | None = None
-    elapsed: Seconds | RangeSpec | None = None
+    elapsed: SecondsOrRange | None = None
     response: ResponseExpect | None = None
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
@@ -351,8 +353,6 @@ class StepExpect(StrictModel):
     @classmethod
     def _never_steps(cls, value: Any) -> Any:
         return check_never_steps(value)
-
-    _a_range = field_validator("elapsed", mode="before")(classmethod(_range_first))
 
     @field_validator("calls")
     @classmethod
