@@ -283,8 +283,7 @@ mine, _ = harness(file_memory_store=af.FileSystemAgentFileStore(Path("mine")))
 named, _ = harness(file_memory_store=af.FileSystemAgentFileStore(Path("keep/agent-file-memory")))
 
 import loopsim
-import loopsim.agent_framework
-
+{adapter}
 
 async def run(agent):
     response = await agent.run("remember the plan", session=agent.create_session(session_id="s"))
@@ -297,16 +296,23 @@ assert loopsim.simulate(run, mine) == loopsim.simulate(run, named) == "noted"
 # in a shared folder the second run's model would be sent the first run's memory index
 assert ["plan.md" in request for request in default_model.requests] == [False] * 4
 print(sorted(os.listdir(".")), os.listdir("mine/s") == os.listdir("keep/agent-file-memory/s"))
+assert "loopsim.agent_framework" in sys.modules  # the first simulation imported it
 asyncio.run(run(default))  # outside a simulation: where upstream puts it
 print(sorted(os.listdir(".")))
 """
 
 
+@pytest.mark.parametrize(
+    "adapter",
+    ["import loopsim.agent_framework", "# (loopsim.agent_framework not imported)"],
+    ids=["adapter-imported-after", "adapter-never-imported"],
+)
 def test_a_harness_built_before_loopsim_is_imported_writes_nothing_in_the_folder(
-    tmp_path: Path,
+    tmp_path: Path, adapter: str
 ) -> None:
+    program = BUILT_BEFORE_LOOPSIM.replace("{adapter}", adapter)
     done = subprocess.run(  # noqa: S603 - our own program, run by this interpreter
-        [sys.executable, "-W", "ignore", "-c", BUILT_BEFORE_LOOPSIM],
+        [sys.executable, "-W", "ignore", "-c", program],
         capture_output=True,
         text=True,
         timeout=120,

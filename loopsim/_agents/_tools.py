@@ -101,9 +101,7 @@ class FunctionTool:
         try:
             parsed = self._model.model_validate(arguments or {})
         except ValidationError as exc:
-            problems = [
-                (".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()
-            ]
+            problems = [(".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
             raise ToolArgumentError(refused_arguments(self.name, problems)) from None
         kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
         result = self.fn(**kwargs)

@@ -5,7 +5,8 @@ The one default of the installed package that writes files is the harness's file
 ``FileSystemAgentFileStore(Path.cwd() / "agent-file-memory")``. Run twice in one folder,
 a program's second run would read the memories its first run wrote (and a test suite
 would leave the folder behind). So, once :func:`install` has run (importing
-``loopsim.agent_framework`` does it):
+``loopsim.agent_framework`` does it, and a simulation that starts while agent_framework
+is loaded imports that first):
 
 * a store that ``create_harness_agent`` made as that default is marked, and while a
   simulation runs its root is ``agent-file-memory`` inside the simulation's temporary
