@@ -32,10 +32,11 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-__all__ = ["WORDING", "agrees", "match", "normalize", "say"]
+__all__ = ["WORDING", "agrees", "match", "normalize", "refused_arguments", "say"]
 
 WORDING: dict[str, str] = {
     # -- the chat agent's tool loop ---------------------------------------------------------
@@ -302,20 +303,60 @@ def normalize(text: str) -> str:
     return text
 
 
+#: How :func:`refused_arguments` names the whole arguments (not one of them) as refused.
+_WHOLE = "(arguments)"
+_REFUSED = re.compile(r"invalid arguments for tool '(?P<tool>[^']*)': (?P<problems>.+)", re.DOTALL)
+#: One refused argument in the list: its dotted path, then pydantic's message.
+_PROBLEM = re.compile(r"(?:^|; )(?P<path>[\w.\-\[\]()]+): ")
+
+
+def refused_arguments(tool: str, problems: Sequence[tuple[str, str]]) -> str:
+    """The built-in engine's error text for arguments that do not fit ``tool``.
+
+    ``problems`` are (dotted path of the argument, or "" for the arguments as a whole;
+    pydantic's message) pairs. The text stands beside the error result the model reads
+    (upstream keeps its exception's text there), so it is test-facing, not model-facing;
+    :func:`agrees` compares it with upstream's by its facts: the tool, then each argument
+    named, in order.
+
+    Example:
+        >>> refused_arguments("fetch", [("url", "Field required")])
+        "invalid arguments for tool 'fetch': url: Field required"
+    """
+    listed = "; ".join(f"{path or _WHOLE}: {message}" for path, message in problems)
+    return f"invalid arguments for tool '{tool}': {listed}"
+
+
+def _refused_facts(text: str) -> list[str] | None:
+    """The tool and argument paths a :func:`refused_arguments` text names, or None."""
+    found = _REFUSED.fullmatch(text)
+    if found is None:
+        return None
+    paths = [m.group("path") for m in _PROBLEM.finditer(found.group("problems"))]
+    return [found.group("tool"), *(p for p in paths if p != _WHOLE)]
+
+
 def agrees(ours: str, theirs: str) -> bool:
     """True when ``theirs`` (the other engine's text) carries the facts of ``ours``.
 
     ``ours`` must be a built-in engine text: either made from a WORDING template — then
     ``theirs`` must agree on being an error (the ``Error:`` prefix) and contain every field
-    value, in the same order — or not a WORDING text at all, and then equal to ``theirs``.
+    value, in the same order — or made by :func:`refused_arguments` — then ``theirs`` must
+    name the same tool and each refused argument, in the same order — or neither, and then
+    equal to ``theirs``.
     """
     found = match(ours)
     if found is None:
-        return ours == theirs
+        facts = _refused_facts(ours)
+        if facts is None:
+            return ours == theirs
+        values: Sequence[str] = facts
+    else:
+        values = list(found[1].values())
     if ours.startswith("Error:") != theirs.startswith("Error:"):
         return False
     pos = 0
-    for value in found[1].values():
+    for value in values:
         at = theirs.find(value, pos)
         if at < 0:
             return False

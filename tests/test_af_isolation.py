@@ -8,6 +8,9 @@ directory is never touched, and a store the user passes keeps its root.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -230,3 +233,95 @@ def test_outside_a_simulation_the_harness_writes_where_upstream_does(
     agent, _ = planner(call("file_memory_write", file_name="plan.md", content=NOTE), "noted")
     asyncio.run(agent.run("remember the plan", session=agent.create_session(session_id="s")))
     assert (tmp_path / "agent-file-memory" / "s" / "plan.md").read_text(encoding="utf-8") == NOTE
+
+
+# A program that builds its harness agents before loopsim is imported at all, with a model
+# of its own written from agent_framework's public API; loopsim.agent_framework is
+# imported afterwards (as any test of it does). A subprocess, so the import order is real.
+BUILT_BEFORE_LOOPSIM = """
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import agent_framework as af
+
+assert not [name for name in sys.modules if name.startswith("loopsim")]
+
+
+class Model(af.FunctionInvocationLayer, af.BaseChatClient):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.requests = []
+
+    def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        async def answer():
+            self.calls += 1
+            self.requests.append(" ".join(m.text for m in messages))
+            if self.calls % 2:
+                call = af.Content.from_function_call(
+                    call_id=f"call-{self.calls}",
+                    name="file_memory_write",
+                    arguments={"file_name": "plan.md", "content": "offsite"},
+                )
+                return af.ChatResponse(messages=[af.Message("assistant", [call])])
+            return af.ChatResponse(messages=[af.Message("assistant", ["noted"])])
+
+        return answer()
+
+
+def harness(**options):
+    model = Model()
+    agent = af.create_harness_agent(model, name="planner", disable_web_search=True, **options)
+    return agent, model
+
+
+default, default_model = harness()
+mine, _ = harness(file_memory_store=af.FileSystemAgentFileStore(Path("mine")))
+# the user's, though named like upstream's folder: not in the working directory itself
+named, _ = harness(file_memory_store=af.FileSystemAgentFileStore(Path("keep/agent-file-memory")))
+
+import loopsim
+{adapter}
+
+async def run(agent):
+    response = await agent.run("remember the plan", session=agent.create_session(session_id="s"))
+    return response.text
+
+
+for _ in range(2):
+    assert loopsim.simulate(run, default) == "noted"
+assert loopsim.simulate(run, mine) == loopsim.simulate(run, named) == "noted"
+# in a shared folder the second run's model would be sent the first run's memory index
+assert ["plan.md" in request for request in default_model.requests] == [False] * 4
+print(sorted(os.listdir(".")), os.listdir("mine/s") == os.listdir("keep/agent-file-memory/s"))
+assert "loopsim.agent_framework" in sys.modules  # the first simulation imported it
+asyncio.run(run(default))  # outside a simulation: where upstream puts it
+print(sorted(os.listdir(".")))
+"""
+
+
+@pytest.mark.parametrize(
+    "adapter",
+    ["import loopsim.agent_framework", "# (loopsim.agent_framework not imported)"],
+    ids=["adapter-imported-after", "adapter-never-imported"],
+)
+def test_a_harness_built_before_loopsim_is_imported_writes_nothing_in_the_folder(
+    tmp_path: Path, adapter: str
+) -> None:
+    program = BUILT_BEFORE_LOOPSIM.replace("{adapter}", adapter)
+    done = subprocess.run(  # noqa: S603 - our own program, run by this interpreter
+        [sys.executable, "-W", "ignore", "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(loopsim.__file__).parents[1])},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['keep', 'mine'] True",  # the user's roots kept, nothing else written
+        "['agent-file-memory', 'keep', 'mine']",
+    ]

@@ -512,6 +512,7 @@ class Agent(BaseAgent):
         )
         found = self._find_tool(call.name, options)
         raised: str | None = None  # the class name of what the tool itself raised
+        ran = True  # False when the arguments were refused: the tool never ran
         if found is None:
             offered = ", ".join(options.tool_names) or "none"
             result = FunctionResultContent(
@@ -525,6 +526,7 @@ class Agent(BaseAgent):
             try:
                 value = await found.invoke(call.arguments)
             except ToolArgumentError as exc:
+                ran = False
                 result = FunctionResultContent(
                     call_id=call.call_id, result=WORDING["agent.tool.bad_arguments"], error=str(exc)
                 )
@@ -535,9 +537,10 @@ class Agent(BaseAgent):
                 )
             else:
                 result = FunctionResultContent(call_id=call.call_id, result=_tool_text(value))
-        # A tool that raised returned nothing: its record has no result, the exception's
-        # text and class name (the model reads the fixed error text in the next request);
-        # a scenario fails on ``error_type`` unless it declares it (``expect.tool_errors``)
+        # A tool that raised, or never ran (refused arguments), returned nothing: its record
+        # has no result, the error's text, and the class name of what the tool raised (the
+        # model reads the fixed error text in the next request); a scenario fails on
+        # ``error_type`` unless it declares it (``expect.tool_errors``)
         extra = {} if raised is None else {"error_type": raised}
         _trace.emit(
             "tool_result",
@@ -545,7 +548,7 @@ class Agent(BaseAgent):
             session=session.session_id,
             call_id=call.call_id,
             name=call.name,
-            result=result.result if raised is None else None,
+            result=result.result if raised is None and ran else None,
             error=result.error,
             **extra,
         )

@@ -8,6 +8,8 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from .._wording import refused_arguments
+
 __all__ = ["ApprovalMode", "FunctionTool", "ToolArgumentError", "tool"]
 
 ApprovalMode = Literal["never_require", "always_require"]
@@ -99,12 +101,8 @@ class FunctionTool:
         try:
             parsed = self._model.model_validate(arguments or {})
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-                for err in exc.errors()
-            )
-            msg = f"invalid arguments for tool {self.name!r}: {problems}"
-            raise ToolArgumentError(msg) from None
+            problems = [(".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
+            raise ToolArgumentError(refused_arguments(self.name, problems)) from None
         kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
         result = self.fn(**kwargs)
         if inspect.isawaitable(result):

@@ -45,6 +45,7 @@ may overlap, with or without a virtual wall clock.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -113,6 +114,23 @@ def loop_iteration(loop: str | None, iteration: int) -> None:
     session = None if clock is None else clock._session
     if session is not None:
         session.loop_at = (loop, iteration)
+
+
+#: loopsim's adapter of the agent_framework package (imported only if that package is).
+_ADAPTER = "loopsim.agent_framework"
+
+
+def _adapt_agent_framework() -> None:
+    """Import loopsim's adapter if agent_framework is loaded and the adapter is not yet.
+
+    Its hooks (the harness's default file memory in the run's own folder, tracing,
+    seeded ids) are installed when it is imported; a program that runs agent_framework
+    code in a simulation without importing it (its own model, ``import loopsim`` only)
+    gets them too, whatever the import order. ``import loopsim`` alone still imports no
+    agent_framework.
+    """
+    if _ADAPTER not in sys.modules and sys.modules.get("agent_framework") is not None:
+        importlib.import_module(_ADAPTER)
 
 
 class VirtualClock:
@@ -259,6 +277,7 @@ class VirtualClock:
                 raise RuntimeError(msg)
             self._running = True
         try:
+            _adapt_agent_framework()
             install_uuid4()
             if trace is None:
                 trace = Trace(seed=self._seed, time=self._read_elapsed)

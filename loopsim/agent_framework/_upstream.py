@@ -14,6 +14,7 @@ from typing import Any
 import agent_framework as af
 
 __all__ = [
+    "DEFAULT_MEMORY_FOLDER",
     "DEFAULT_STORE_ASSEMBLER",
     "INSTRUMENT_FACTORIES",
     "MIDDLEWARE_RUN_LAYER",
@@ -94,5 +95,7 @@ def background_tasks(provider: Any, session: Any) -> list[Any]:
 #: The function of ``create_harness_agent`` that builds its context providers, among them
 #: the default file-memory store rooted at ``{cwd}/agent-file-memory`` (module, name).
 DEFAULT_STORE_ASSEMBLER = ("agent_framework._harness._agent", "_assemble_context_providers")
+#: The folder, in the working directory at build time, of that default store's root.
+DEFAULT_MEMORY_FOLDER = "agent-file-memory"
 #: Where a ``FileSystemAgentFileStore`` keeps its resolved root (every file op reads it).
 STORE_ROOT_ATTRIBUTE = "_root_path"

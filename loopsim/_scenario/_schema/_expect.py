@@ -8,9 +8,9 @@ fields, so a typo cannot make ``count: 0`` pass vacuously.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..._oracles import SAFETY_ORACLES
@@ -92,6 +92,20 @@ class RangeSpec(StrictModel):
         if self.min is not None and self.max is not None:
             return f"between {self.min:g} and {self.max:g}"
         return f"at least {self.min:g}" if self.min is not None else f"at most {self.max:g}"
+
+
+def _range_first(value: Any) -> Any:
+    # a mapping is a range: validated as one first, so a bad {min, max} gets the range's
+    # own message, not the number's
+    if isinstance(value, dict):
+        return RangeSpec.model_validate(value)
+    return value
+
+
+#: A whole number or a ``{min, max}`` range of them.
+CountOrRange = Annotated[Count | RangeSpec, BeforeValidator(_range_first)]
+#: Virtual seconds or a ``{min, max}`` range of them.
+SecondsOrRange = Annotated[Seconds | RangeSpec, BeforeValidator(_range_first)]
 
 
 _TEXT_HINT = "give the text(s), or leave the key out"
@@ -185,20 +199,13 @@ class ToolErrorSpec(StrictModel):
     agent: Name | None = None
     #: the exception's class name, or any part of ``ClassName: message``
     error: Text | None = None
-    count: Count | RangeSpec | None = None
+    count: CountOrRange | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _short(cls, value: Any) -> Any:
         if isinstance(value, str):
             return {"tool": value}
-        return value
-
-    @field_validator("count", mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
         return value
 
     @model_validator(mode="after")
@@ -247,16 +254,9 @@ class TokenCounts(StrictModel):
     """Token counts: each a whole number or ``{min, max}``; the ones not named are not
     checked."""
 
-    input_tokens: Count | RangeSpec | None = None
-    output_tokens: Count | RangeSpec | None = None
-    total_tokens: Count | RangeSpec | None = None
-
-    @field_validator(*USAGE_KEYS, mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
-        return value
+    input_tokens: CountOrRange | None = None
+    output_tokens: CountOrRange | None = None
+    total_tokens: CountOrRange | None = None
 
     def named(self) -> list[tuple[str, int | RangeSpec]]:
         """The counters given, in order."""
@@ -312,7 +312,7 @@ class StepExpect(StrictModel):
     task_history: dict[int, list[TaskStatus]] | None = None
     #: counts of transcript events by kind and fields
     events: list[EventCount] | None = None
-    elapsed: Seconds | RangeSpec | None = None
+    elapsed: SecondsOrRange | None = None
     response: ResponseExpect | None = None
     #: the text of every message the host was shown (the loop's injected messages too)
     surfaced: ResponseExpect | None = None
@@ -353,13 +353,6 @@ class StepExpect(StrictModel):
     @classmethod
     def _never_steps(cls, value: Any) -> Any:
         return check_never_steps(value)
-
-    @field_validator("elapsed", mode="before")
-    @classmethod
-    def _a_range(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return RangeSpec.model_validate(value)  # its own message, not the number's
-        return value
 
     @field_validator("calls")
     @classmethod
