@@ -164,7 +164,8 @@ def bind(trace: Trace) -> Iterator[Trace]:
 
 def next_id(kind: str) -> str:
     """Next deterministic id of ``kind`` in the current simulation."""
-    return current().next_id(kind)
+    trace = _current.get()  # current(), inlined: ids are drawn several times per model call
+    return (_FALLBACK if trace is None else trace).next_id(kind)
 
 
 def rng() -> random.Random:

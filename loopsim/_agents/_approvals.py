@@ -41,20 +41,31 @@ from .._messages import (
     Message,
 )
 
-__all__ = ["HistoryList", "for_model", "has_controls", "may_hold_controls", "without"]
+__all__ = [
+    "HistoryList",
+    "first_control",
+    "for_model",
+    "has_controls",
+    "may_hold_controls",
+    "without",
+]
 
 _CONTROLS = (FunctionApprovalRequestContent, FunctionApprovalResponseContent)
 
 
 def has_controls(message: Message) -> bool:
     """Whether ``message`` holds an approval request or answer."""
-    return any(isinstance(c, _CONTROLS) for c in message.contents)
+    for content in message.contents:  # noqa: SIM110 - a loop is cheaper than any(<genexpr>)
+        if isinstance(content, _CONTROLS):
+            return True
+    return False
 
 
-def _first_control(messages: Sequence[Message], start: int) -> int | None:
+def first_control(messages: Sequence[Message], start: int) -> int | None:
     for i in range(start, len(messages)):
-        if has_controls(messages[i]):
-            return i
+        for content in messages[i].contents:
+            if isinstance(content, _CONTROLS):
+                return i
     return None
 
 
@@ -69,7 +80,7 @@ class HistoryList(list[Message]):
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__(messages)
-        self.first_control: int | None = _first_control(self, 0)
+        self.first_control: int | None = first_control(self, 0)
 
     def append(self, message: Message) -> None:
         super().append(message)
@@ -80,7 +91,7 @@ class HistoryList(list[Message]):
         start = len(self)
         super().extend(messages)
         if self.first_control is None:
-            self.first_control = _first_control(self, start)
+            self.first_control = first_control(self, start)
 
 
 def may_hold_controls(history: Sequence[Message], stop: int) -> bool:

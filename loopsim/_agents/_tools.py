@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from types import CoroutineType
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -105,9 +106,14 @@ class FunctionTool:
             )
             msg = f"invalid arguments for tool {self.name!r}: {problems}"
             raise ToolArgumentError(msg) from None
-        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        values = parsed.__dict__
+        kwargs = {key: values[key] for key in type(parsed).__pydantic_fields__}
         result = self.fn(**kwargs)
-        if inspect.isawaitable(result):
+        # the common results first: a coroutine (async fn) or a str, neither of which
+        # needs inspect's general test
+        if type(result) is CoroutineType or (
+            type(result) is not str and inspect.isawaitable(result)
+        ):
             result = await result
         return result
 

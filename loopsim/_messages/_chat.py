@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 from ._message import (
+    FAST_COPY,
     Message,
     MessagesInput,
     _all_messages,
@@ -390,6 +391,8 @@ class ChatRequest:
         """Text of the last message (what the model was last told)."""
         return self.messages[-1].text if self.messages else ""
 
+
+FAST_COPY.update((AgentResponse, ChatResponse))
 
 CONTENT_ADAPTER: TypeAdapter[Content] = TypeAdapter(Content)
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
