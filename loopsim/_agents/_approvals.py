@@ -53,18 +53,43 @@ __all__ = [
 _CONTROLS = (FunctionApprovalRequestContent, FunctionApprovalResponseContent)
 
 
+# content class -> whether it is an approval content: a class's bases never change, and a
+# dict look-up is several times cheaper than isinstance against the two classes
+_IS_CONTROL: dict[type, bool] = {}
+
+
+def _is_control(cls: type) -> bool:
+    found = _IS_CONTROL.get(cls)
+    if found is None:
+        if len(_IS_CONTROL) >= 256:  # classes made on the fly (tests): stay small
+            _IS_CONTROL.clear()
+        found = _IS_CONTROL[cls] = issubclass(cls, _CONTROLS)
+    return found
+
+
 def has_controls(message: Message) -> bool:
     """Whether ``message`` holds an approval request or answer."""
-    for content in message.contents:  # noqa: SIM110 - a loop is cheaper than any(<genexpr>)
-        if isinstance(content, _CONTROLS):
+    known = _IS_CONTROL
+    for content in message.contents:
+        cls = type(content)
+        found = known.get(cls)
+        if found is None:
+            found = _is_control(cls)
+        if found:
             return True
     return False
 
 
 def first_control(messages: Sequence[Message], start: int) -> int | None:
+    """The index of the first message from ``start`` on holding approval content, or None."""
+    known = _IS_CONTROL
     for i in range(start, len(messages)):
         for content in messages[i].contents:
-            if isinstance(content, _CONTROLS):
+            cls = type(content)
+            found = known.get(cls)
+            if found is None:
+                found = _is_control(cls)
+            if found:
                 return i
     return None
 

@@ -94,19 +94,17 @@ def build_agent_response(
         and _all_messages(messages)
     ):
         # as the constructor: the answer's fields join fields_set only when given
-        given = {name for name in _ANSWER_FIELDS if fields[name] is not None}
-        return _built(
-            AgentResponse,
-            {
-                "messages": list(messages),
-                "response_id": response_id,
-                "agent_id": agent_id,
-                "usage": usage,
-                **fields,
-            },
-            {"messages", "response_id", "agent_id", "usage", "additional_properties", *given},
-            private=dict(PRIVATE_DEFAULTS),
-        )
+        fields_set = {"messages", "response_id", "agent_id", "usage", "additional_properties"}
+        if answer is not None:
+            fields_set.update(name for name in _ANSWER_FIELDS if fields[name] is not None)
+        values = {
+            "messages": list(messages),
+            "response_id": response_id,
+            "agent_id": agent_id,
+            "usage": usage,
+        }
+        values.update(fields)
+        return _built(AgentResponse, values, fields_set, private=PRIVATE_DEFAULTS.copy())
     return AgentResponse(
         messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields
     )
