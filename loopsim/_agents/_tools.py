@@ -98,7 +98,8 @@ class FunctionTool:
         if isinstance(arguments, BaseModel):
             arguments = arguments.model_dump()
         try:
-            parsed = self._model.model_validate(arguments or {})
+            # model_validate's own call, without its wrapper (no options are passed)
+            parsed = self._model.__pydantic_validator__.validate_python(arguments or {})
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
