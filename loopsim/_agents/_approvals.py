@@ -105,7 +105,7 @@ class HistoryList(list[Message]):
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__(messages)
-        self.first_control: int | None = first_control(self, 0)
+        self.first_control: int | None = first_control(self, 0) if self else None
 
     def append(self, message: Message) -> None:
         super().append(message)

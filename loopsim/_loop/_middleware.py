@@ -22,6 +22,7 @@ from .._messages import (
     ChatOptions,
     ChatResponse,
     Message,
+    copied,
     normalize_messages,
 )
 from .._wording import WORDING, say
@@ -263,9 +264,7 @@ class AgentLoopMiddleware(AgentMiddleware):
         if self.return_final_only:
             context.result = last
         else:
-            context.result = last.model_copy(
-                update={"messages": run.transcript, "usage": run.usage}
-            )
+            context.result = copied(last, {"messages": run.transcript, "usage": run.usage})
 
 
 def _bullets(criteria: Sequence[str]) -> str:

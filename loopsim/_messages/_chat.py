@@ -73,20 +73,21 @@ def build_agent_response(
     """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``; ``answer``: the
     last model answer, whose finish reason, continuation token, creation time and
     additional properties the response takes (as upstream's agent response does)."""
-    # in the model's field order (the fast builder's __dict__ is the validated one)
+    if answer is None:
+        properties: dict[str, Any] = {}
+        finish_reason = continuation_token = created_at = None
+    else:
+        properties = dict(answer.additional_properties)
+        finish_reason = answer.finish_reason
+        continuation_token = answer.continuation_token
+        created_at = answer.created_at
+    # (the names of _ANSWER_FIELDS, in the model's field order)
     fields: dict[str, Any] = {
-        "additional_properties": {},
-        "finish_reason": None,
-        "continuation_token": None,
-        "created_at": None,
+        "additional_properties": properties,
+        "finish_reason": finish_reason,
+        "continuation_token": continuation_token,
+        "created_at": created_at,
     }
-    if answer is not None:
-        fields = {
-            "additional_properties": dict(answer.additional_properties),
-            "finish_reason": answer.finish_reason,
-            "continuation_token": answer.continuation_token,
-            "created_at": answer.created_at,
-        }
     if (
         _optional_str(response_id)
         and _optional_str(agent_id)
@@ -97,6 +98,7 @@ def build_agent_response(
         fields_set = {"messages", "response_id", "agent_id", "usage", "additional_properties"}
         if answer is not None:
             fields_set.update(name for name in _ANSWER_FIELDS if fields[name] is not None)
+        # in the model's field order (the fast builder's __dict__ is the validated one)
         values = {
             "messages": list(messages),
             "response_id": response_id,
