@@ -123,14 +123,6 @@ def text_message(
     role: str, text: str, author_name: str | None = None, message_id: str | None = None
 ) -> Message:
     """``Message(role, [TextContent(text=text)], author_name=..., message_id=...)``."""
-    if (
-        type(text) is str
-        and type(role) is str
-        and _optional_str(author_name)
-        and _optional_str(message_id)
-    ):  # build_message's checks, knowing the one content is a TextContent
-        content = _built(TextContent, {"type": "text", "text": text}, {"text"})
-        return _new_message(role, [content], author_name, message_id)
     return build_message(role, [text_content(text)], author_name, message_id)
 
 
@@ -151,23 +143,16 @@ def build_message(
         and type(contents) is list
         and _all_contents(contents)
     ):
-        return _new_message(role, contents, author_name, message_id)
+        return _built(
+            Message,
+            {
+                "role": role,
+                "contents": contents,
+                "author_name": author_name,
+                "message_id": message_id,
+            },
+        )
     return Message(role, contents, author_name=author_name, message_id=message_id)
-
-
-def _new_message(
-    role: str, contents: list[Content], author_name: str | None, message_id: str | None
-) -> Message:
-    """The message of :func:`build_message` for values it has checked."""
-    return _built(
-        Message,
-        {
-            "role": role,
-            "contents": contents,
-            "author_name": author_name,
-            "message_id": message_id,
-        },
-    )
 
 
 class Message(BaseModel):
