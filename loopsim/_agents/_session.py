@@ -228,7 +228,7 @@ class AgentSession:
         self.history_store: HistoryStoreKind = history_store
         self._messages = HistoryList(messages)
         if state is None and not self._messages:
-            self._state = {}  # what the setter makes of an empty state and history
+            self._state: dict[str, Any] = {}  # what the setter makes of an empty one
         else:
             self.state = {} if state is None else state
         if history_store == "service_conversation" and service_session_id is None:
