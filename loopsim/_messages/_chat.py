@@ -96,8 +96,13 @@ def build_agent_response(
     ):
         # as the constructor: the answer's fields join fields_set only when given
         fields_set = {"messages", "response_id", "agent_id", "usage", "additional_properties"}
-        if answer is not None:
-            fields_set.update(name for name in _ANSWER_FIELDS if fields[name] is not None)
+        if answer is not None:  # the names of _ANSWER_FIELDS, each when given
+            if finish_reason is not None:
+                fields_set.add("finish_reason")
+            if continuation_token is not None:
+                fields_set.add("continuation_token")
+            if created_at is not None:
+                fields_set.add("created_at")
         # in the model's field order (the fast builder's __dict__ is the validated one)
         values = {
             "messages": list(messages),
