@@ -10,6 +10,7 @@ the client stamped before.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from hypothesis import given
@@ -79,6 +80,10 @@ def test_copied_message_is_model_copy(
     assert fast.model_dump_json() == slow.model_dump_json()
     assert fast.__dict__ is not message.__dict__
     assert fast.__pydantic_fields_set__ is not message.__pydantic_fields_set__
+    # as small as pydantic's (a history keeps every copy)
+    assert sys.getsizeof(fast.__pydantic_fields_set__) == sys.getsizeof(
+        slow.__pydantic_fields_set__
+    )
 
 
 @given(
