@@ -111,7 +111,7 @@ class Trace:
         """Next id of ``kind``: ``msg-0001``, ``resp-0001``, ``session-0001``..."""
         n = self._counters.get(kind, 0) + 1
         self._counters[kind] = n
-        return f"{kind}-{n:04d}"
+        return kind + "-" + str(n).zfill(4)  # f"{kind}-{n:04d}" (n >= 1), without the format
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with every later event; returns a function that unsubscribes."""
@@ -164,7 +164,8 @@ def bind(trace: Trace) -> Iterator[Trace]:
 
 def next_id(kind: str) -> str:
     """Next deterministic id of ``kind`` in the current simulation."""
-    return current().next_id(kind)
+    trace = _current.get()  # current(), inlined: ids are drawn several times per model call
+    return (_FALLBACK if trace is None else trace).next_id(kind)
 
 
 def rng() -> random.Random:

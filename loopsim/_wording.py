@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 __all__ = ["WORDING", "agrees", "match", "normalize", "refused_arguments", "say"]
@@ -245,9 +245,21 @@ def say(key: str, **fields: Any) -> str:
     template = WORDING[key]
     if not fields:
         return template
-    return _FIELD.sub(
-        lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template
-    )
+    parts = _parts(template)
+    if len(parts) == 1:
+        return template
+    out = list(parts)
+    for i in range(1, len(parts), 2):  # the odd items are the field names
+        name = parts[i]
+        out[i] = str(fields[name]) if name in fields else f"{{{name}}}"
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def _parts(template: str) -> tuple[str, ...]:
+    """``template`` split at its ``{name}`` fields: literal, name, literal, ... (the
+    matches ``_FIELD.sub`` would replace, found once per template text)."""
+    return tuple(_FIELD.split(template))
 
 
 @cache

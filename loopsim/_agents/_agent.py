@@ -258,6 +258,8 @@ class Agent(BaseAgent):
                     [], response_id=_trace.next_id("resp"), agent_id=self.id
                 )
         result = context.result
+        if type(result) is AgentResponse:  # the common case, before the ABC check below
+            return result
         if isinstance(result, ResponseStream):
             return await result.get_final_response()
         if not isinstance(result, AgentResponse):

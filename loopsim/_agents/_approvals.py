@@ -41,20 +41,56 @@ from .._messages import (
     Message,
 )
 
-__all__ = ["HistoryList", "for_model", "has_controls", "may_hold_controls", "without"]
+__all__ = [
+    "HistoryList",
+    "first_control",
+    "for_model",
+    "has_controls",
+    "may_hold_controls",
+    "without",
+]
 
 _CONTROLS = (FunctionApprovalRequestContent, FunctionApprovalResponseContent)
 
 
+# content class -> whether it is an approval content: a class's bases never change, and a
+# dict look-up is several times cheaper than isinstance against the two classes
+_IS_CONTROL: dict[type, bool] = {}
+
+
+def _is_control(cls: type) -> bool:
+    found = _IS_CONTROL.get(cls)
+    if found is None:
+        if len(_IS_CONTROL) >= 256:  # classes made on the fly (tests): stay small
+            _IS_CONTROL.clear()
+        found = _IS_CONTROL[cls] = issubclass(cls, _CONTROLS)
+    return found
+
+
 def has_controls(message: Message) -> bool:
     """Whether ``message`` holds an approval request or answer."""
-    return any(isinstance(c, _CONTROLS) for c in message.contents)
+    known = _IS_CONTROL
+    for content in message.contents:
+        cls = type(content)
+        found = known.get(cls)
+        if found is None:
+            found = _is_control(cls)
+        if found:
+            return True
+    return False
 
 
-def _first_control(messages: Sequence[Message], start: int) -> int | None:
+def first_control(messages: Sequence[Message], start: int) -> int | None:
+    """The index of the first message from ``start`` on holding approval content, or None."""
+    known = _IS_CONTROL
     for i in range(start, len(messages)):
-        if has_controls(messages[i]):
-            return i
+        for content in messages[i].contents:
+            cls = type(content)
+            found = known.get(cls)
+            if found is None:
+                found = _is_control(cls)
+            if found:
+                return i
     return None
 
 
@@ -69,7 +105,7 @@ class HistoryList(list[Message]):
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__(messages)
-        self.first_control: int | None = _first_control(self, 0)
+        self.first_control: int | None = first_control(self, 0) if self else None
 
     def append(self, message: Message) -> None:
         super().append(message)
@@ -80,7 +116,7 @@ class HistoryList(list[Message]):
         start = len(self)
         super().extend(messages)
         if self.first_control is None:
-            self.first_control = _first_control(self, start)
+            self.first_control = first_control(self, start)
 
 
 def may_hold_controls(history: Sequence[Message], stop: int) -> bool:

@@ -24,10 +24,11 @@ from .._messages import (
     Message,
     Usage,
     build_agent_response,
+    copied,
     text_message,
 )
 from .._wording import WORDING
-from ._approvals import for_model, has_controls, without
+from ._approvals import first_control, for_model, without
 from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._context import SessionContext
 from ._service import ServiceChatClient, ServiceKind
@@ -165,7 +166,7 @@ class RunState:
             self.produced.append(answered)
             self.sent_from = 1  # the answers reach the model in place of the input's
         if not batch_done and (
-            history.may_hold_approvals() or any(has_controls(m) for m in input_messages)
+            history.may_hold_approvals() or first_control(input_messages, 0) is not None
         ):
             # upstream's view of approvals (see _approvals): settled ones left out, the
             # answers given now replaced by their results
@@ -357,8 +358,7 @@ class RunState:
         author = agent.name or "UnnamedAgent"
         made = self.produced
         produced = self.produced = [
-            m if m.author_name is not None else m.model_copy(update={"author_name": author})
-            for m in made
+            m if m.author_name is not None else copied(m, {"author_name": author}) for m in made
         ]
         # Upstream stamps the response's messages in place, so the history keeps them named,
         # except where a streamed run persisted each model call's messages itself (a harness

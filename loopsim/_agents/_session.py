@@ -227,7 +227,10 @@ class AgentSession:
         self.session_id = session_id or _trace.next_id("session")
         self.history_store: HistoryStoreKind = history_store
         self._messages = HistoryList(messages)
-        self.state = {} if state is None else state
+        if state is None and not self._messages:
+            self._state: dict[str, Any] = {}  # what the setter makes of an empty one
+        else:
+            self.state = {} if state is None else state
         if history_store == "service_conversation" and service_session_id is None:
             service_session_id = conversation_service().new_conversation()
         self.service_session_id = service_session_id

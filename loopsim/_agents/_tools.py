@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from types import CoroutineType
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -99,13 +100,19 @@ class FunctionTool:
         if isinstance(arguments, BaseModel):
             arguments = arguments.model_dump()
         try:
-            parsed = self._model.model_validate(arguments or {})
+            # model_validate's own call, without its wrapper (no options are passed)
+            parsed = self._model.__pydantic_validator__.validate_python(arguments or {})
         except ValidationError as exc:
             problems = [(".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
             raise ToolArgumentError(refused_arguments(self.name, problems)) from None
-        kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        values = parsed.__dict__
+        kwargs = {key: values[key] for key in type(parsed).__pydantic_fields__}
         result = self.fn(**kwargs)
-        if inspect.isawaitable(result):
+        # the common results first: a coroutine (async fn) or a str, neither of which
+        # needs inspect's general test
+        if type(result) is CoroutineType or (
+            type(result) is not str and inspect.isawaitable(result)
+        ):
             result = await result
         return result
 

@@ -45,7 +45,12 @@ class Index:
 
     def remove(self, record: dict[str, Any]) -> None:
         tasks = self.tasks
-        pos = bisect.bisect_left(tasks, record["id"], key=record_id)
+        # the oldest task first is the common order (collected as they were started)
+        pos = (
+            0
+            if tasks and tasks[0] is record
+            else bisect.bisect_left(tasks, record["id"], key=record_id)
+        )
         if not (pos < len(tasks) and tasks[pos] is record):  # list not in id order: search
             pos = next(i for i, candidate in enumerate(tasks) if candidate is record)
         del tasks[pos]

@@ -218,9 +218,10 @@ class ChildRun:
         """
         keepalive.add(self)
         self._keepalive = keepalive
-        if isinstance(loop_token(), asyncio.AbstractEventLoop):
+        token = loop_token()
+        if isinstance(token, asyncio.AbstractEventLoop):
             self._scope = anyio.CancelScope()
-            self._native = asyncio.get_running_loop().create_task(self._main(), name=self.label)
+            self._native = token.create_task(self._main(), name=self.label)
         else:
             import trio  # noqa: PLC0415 - only needed (and only importable) on trio
 

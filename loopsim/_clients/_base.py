@@ -17,6 +17,7 @@ from .._messages import (
     TextContent,
     UsageContent,
     build_chat_update,
+    copied,
     text_content,
 )
 from ._faults import StreamCut
@@ -153,12 +154,13 @@ def _stamp_ids(response: ChatResponse) -> ChatResponse:
         else:
             return response
     messages = [
-        m if m.message_id else m.model_copy(update={"message_id": _trace.next_id("msg")})
+        m if m.message_id else copied(m, {"message_id": _trace.next_id("msg")})
         for m in response.messages
     ]
-    return response.model_copy(  # keeps the other fields and the response_format
-        update={
+    return copied(  # keeps the other fields and the response_format
+        response,
+        {
             "messages": messages,
             "response_id": response.response_id or _trace.next_id("resp"),
-        }
+        },
     )

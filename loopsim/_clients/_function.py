@@ -5,7 +5,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
-from .._messages import ChatOptions, ChatRequest, ChatResponse, Message
+from .. import _trace
+from .._messages import (
+    ChatOptions,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    build_chat_response,
+    text_message,
+)
 from ._base import FakeChatClient
 
 __all__ = ["FunctionChatClient"]
@@ -38,6 +46,11 @@ class FunctionChatClient(FakeChatClient):
         reply = self.fn(request.messages, request.options)
         if inspect.isawaitable(reply):
             reply = await reply
+        if type(reply) is str:
+            # ids drawn here in the order _stamp_ids would draw them (message, then
+            # response), which saves copying the response to stamp it
+            message = text_message("assistant", reply, None, _trace.next_id("msg"))
+            return build_chat_response([message], response_id=_trace.next_id("resp"))
         if isinstance(reply, (str, Message)):
             return ChatResponse(Message.assistant(reply) if isinstance(reply, str) else reply)
         if isinstance(reply, ChatResponse):

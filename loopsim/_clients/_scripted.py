@@ -18,6 +18,7 @@ from .._messages import (
     Message,
     Usage,
     build_chat_response,
+    copied,
     text_message,
 )
 from ._base import FakeChatClient, split_into_updates
@@ -195,7 +196,7 @@ def _check_item(item: object, where: str) -> None:
 
 def _as_response(item: Reply, usage: Usage | None, fields: dict[str, Any]) -> ChatResponse:
     response = _plain_response(item, usage)
-    return response.model_copy(update=fields) if fields else response
+    return copied(response, fields) if fields else response
 
 
 def _plain_response(item: Reply, usage: Usage | None) -> ChatResponse:
@@ -206,11 +207,11 @@ def _plain_response(item: Reply, usage: Usage | None) -> ChatResponse:
         return build_chat_response([message], response_id=_trace.next_id("resp"), usage=usage)
     if isinstance(item, Message):
         if not item.message_id:
-            item = item.model_copy(update={"message_id": _trace.next_id("msg")})
+            item = copied(item, {"message_id": _trace.next_id("msg")})
         return build_chat_response([item], response_id=_trace.next_id("resp"), usage=usage)
     assert isinstance(item, ChatResponse)  # noqa: S101 - narrowed by _check_item
     if usage is not None:
-        return item.model_copy(update={"usage": usage})
+        return copied(item, {"usage": usage})
     return item
 
 

@@ -7,6 +7,7 @@ differ, as in upstream's Python package.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -22,6 +23,7 @@ from .._messages import (
     ChatOptions,
     ChatResponse,
     Message,
+    copied,
     normalize_messages,
 )
 from .._wording import WORDING, say
@@ -263,9 +265,7 @@ class AgentLoopMiddleware(AgentMiddleware):
         if self.return_final_only:
             context.result = last
         else:
-            context.result = last.model_copy(
-                update={"messages": run.transcript, "usage": run.usage}
-            )
+            context.result = copied(last, {"messages": run.transcript, "usage": run.usage})
 
 
 def _bullets(criteria: Sequence[str]) -> str:
@@ -326,7 +326,11 @@ class _PredicatePolicy(LoopPolicy):
         if capped:
             stop = True
         else:
-            verdict = await maybe_await(mw.should_continue(**self._kwargs(run, None)))
+            verdict = mw.should_continue(**self._kwargs(run, None))
+            # maybe_await, inlined (a coroutine object per iteration saved): the usual
+            # answers are plain bools
+            if verdict is not True and verdict is not False and inspect.isawaitable(verdict):
+                verdict = await verdict
             if isinstance(verdict, tuple) and len(verdict) == 2:
                 stop = not bool(verdict[0])
                 feedback = None if verdict[1] is None else str(verdict[1])

@@ -37,6 +37,7 @@ from ._hosted import HostedToolResultContent as HostedToolResultContent
 from ._hosted import hosted_call as hosted_call
 from ._message import Message as Message
 from ._message import MessagesInput as MessagesInput
+from ._message import copied as copied
 from ._message import normalize_messages as normalize_messages
 from ._message import text_content as text_content
 from ._message import text_message as text_message
@@ -79,6 +80,7 @@ __all__ = [
     "build_agent_update",
     "build_chat_response",
     "build_chat_update",
+    "copied",
     "hosted_call",
     "merge_response_fields",
     "message_update",

@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 from ._message import (
+    FAST_COPY,
     Message,
     MessagesInput,
     _all_messages,
@@ -72,20 +73,21 @@ def build_agent_response(
     """``AgentResponse(messages, response_id=..., agent_id=..., usage=...)``; ``answer``: the
     last model answer, whose finish reason, continuation token, creation time and
     additional properties the response takes (as upstream's agent response does)."""
-    # in the model's field order (the fast builder's __dict__ is the validated one)
+    if answer is None:
+        properties: dict[str, Any] = {}
+        finish_reason = continuation_token = created_at = None
+    else:
+        properties = dict(answer.additional_properties)
+        finish_reason = answer.finish_reason
+        continuation_token = answer.continuation_token
+        created_at = answer.created_at
+    # (the names of _ANSWER_FIELDS, in the model's field order)
     fields: dict[str, Any] = {
-        "additional_properties": {},
-        "finish_reason": None,
-        "continuation_token": None,
-        "created_at": None,
+        "additional_properties": properties,
+        "finish_reason": finish_reason,
+        "continuation_token": continuation_token,
+        "created_at": created_at,
     }
-    if answer is not None:
-        fields = {
-            "additional_properties": dict(answer.additional_properties),
-            "finish_reason": answer.finish_reason,
-            "continuation_token": answer.continuation_token,
-            "created_at": answer.created_at,
-        }
     if (
         _optional_str(response_id)
         and _optional_str(agent_id)
@@ -93,19 +95,23 @@ def build_agent_response(
         and _all_messages(messages)
     ):
         # as the constructor: the answer's fields join fields_set only when given
-        given = {name for name in _ANSWER_FIELDS if fields[name] is not None}
-        return _built(
-            AgentResponse,
-            {
-                "messages": list(messages),
-                "response_id": response_id,
-                "agent_id": agent_id,
-                "usage": usage,
-                **fields,
-            },
-            {"messages", "response_id", "agent_id", "usage", "additional_properties", *given},
-            private=dict(PRIVATE_DEFAULTS),
-        )
+        fields_set = {"messages", "response_id", "agent_id", "usage", "additional_properties"}
+        if answer is not None:  # the names of _ANSWER_FIELDS, each when given
+            if finish_reason is not None:
+                fields_set.add("finish_reason")
+            if continuation_token is not None:
+                fields_set.add("continuation_token")
+            if created_at is not None:
+                fields_set.add("created_at")
+        # in the model's field order (the fast builder's __dict__ is the validated one)
+        values = {
+            "messages": list(messages),
+            "response_id": response_id,
+            "agent_id": agent_id,
+            "usage": usage,
+        }
+        values.update(fields)
+        return _built(AgentResponse, values, fields_set, private=PRIVATE_DEFAULTS.copy())
     return AgentResponse(
         messages, response_id=response_id, agent_id=agent_id, usage=usage, **fields
     )
@@ -390,6 +396,8 @@ class ChatRequest:
         """Text of the last message (what the model was last told)."""
         return self.messages[-1].text if self.messages else ""
 
+
+FAST_COPY.update((AgentResponse, ChatResponse))
 
 CONTENT_ADAPTER: TypeAdapter[Content] = TypeAdapter(Content)
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
