@@ -180,11 +180,38 @@ def _add_snapshot_update(config: pytest.Config, parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser
 ) -> Iterator[None]:
+    _spare_assertion_rewriting(early_config)
     # Every plugin (entry points, -p, the rootdir's conftest) is registered after this:
     # only now is it known whether syrupy brings --snapshot-update.
     result = yield
     _add_snapshot_update(early_config, parser)
     return result
+
+
+#: the top-level package pytest marks for assertion rewriting: every package that ships a
+#: ``pytest11`` entry point is marked whole, so that asserts in plugin code show values
+_PACKAGE = __name__.partition(".")[0]
+
+
+def _spare_assertion_rewriting(config: pytest.Config) -> None:
+    """Import loopsim's own modules with Python's loader, not through assertion rewriting.
+
+    pytest rewrites every module of a package with a ``pytest11`` entry point. loopsim's
+    ~100 modules have no ``assert`` a user could see fail (only a few ``assert x is not
+    None`` for the type checker), but each process paid for the rewriting: about 0.05 s
+    CPU with pytest's cached rewritten files, about 0.4 s where pytest cannot write them
+    (``PYTHONDONTWRITEBYTECODE``, a read-only install), once more in every xdist worker.
+    Only the mark of loopsim's package is dropped: test files, conftest files and other
+    plugins are rewritten as before, and ``pytest.register_assert_rewrite("loopsim")``
+    in a conftest marks it again. With a pytest whose hook looks different, nothing is
+    changed.
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    decided = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(marked, set) and isinstance(decided, dict) and _PACKAGE in marked:
+        marked.discard(_PACKAGE)
+        decided.clear()  # pytest's own cache of the marks, cleared as mark_rewrite does
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)
