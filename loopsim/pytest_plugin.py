@@ -180,11 +180,38 @@ def _add_snapshot_update(config: pytest.Config, parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser
 ) -> Iterator[None]:
+    _spare_assertion_rewriting(early_config)
     # Every plugin (entry points, -p, the rootdir's conftest) is registered after this:
     # only now is it known whether syrupy brings --snapshot-update.
     result = yield
     _add_snapshot_update(early_config, parser)
     return result
+
+
+#: the top-level package pytest marks for assertion rewriting: every package that ships a
+#: ``pytest11`` entry point is marked whole, so that asserts in plugin code show values
+_PACKAGE = __name__.partition(".")[0]
+
+
+def _spare_assertion_rewriting(config: pytest.Config) -> None:
+    """Import loopsim's own modules with Python's loader, not through assertion rewriting.
+
+    pytest rewrites every module of a package with a ``pytest11`` entry point. loopsim's
+    ~100 modules have no ``assert`` a user could see fail (only a few ``assert x is not
+    None`` for the type checker), but each process paid for the rewriting: about 0.05 s
+    CPU with pytest's cached rewritten files, about 0.4 s where pytest cannot write them
+    (``PYTHONDONTWRITEBYTECODE``, a read-only install), once more in every xdist worker.
+    Only the mark of loopsim's package is dropped: test files, conftest files and other
+    plugins are rewritten as before, and ``pytest.register_assert_rewrite("loopsim")``
+    in a conftest marks it again. With a pytest whose hook looks different, nothing is
+    changed.
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    decided = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(marked, set) and isinstance(decided, dict) and _PACKAGE in marked:
+        marked.discard(_PACKAGE)
+        decided.clear()  # pytest's own cache of the marks, cleared as mark_rewrite does
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)
@@ -374,8 +401,8 @@ class ScenarioFile(pytest.File):
         yield ScenarioItem.from_parent(self, name=name)
 
 
-# A top-level `name:` line (what a scenario file's name almost always is); read at
-# collection so that two files of one name in a run get transcript files of their own.
+# A top-level `name:` line (what a scenario file's name almost always is); read when a
+# transcript is first written, so that two files of one name in a run get files of their own.
 _NAME_LINE = re.compile(
     r"""^name:[ \t]*(?P<q>["']?)(?P<name>[^"'#\n]*?)(?P=q)[ \t]*(?:#.*)?$""", re.MULTILINE
 )
@@ -391,24 +418,52 @@ def _declared_name(path: Path, stem: str) -> str:
     return found.group("name").strip() if found and found.group("name").strip() else stem
 
 
+class _TranscriptNames:
+    """The transcript file names of the run's scenario items whose names clash.
+
+    Worked out from every scenario item collected (before ``-k``/``-m`` deselect them:
+    file names do not depend on them), but only when the first transcript is written:
+    a passing run without ``--loopsim-transcripts`` reads no file for it, and neither
+    does each xdist worker collecting the whole suite.
+    """
+
+    def __init__(self, rootpath: Path, items: list[ScenarioItem]) -> None:
+        self.rootpath = rootpath
+        self.items = items
+        self.names: dict[int, str] | None = None  # id(item) -> its name, for clashes only
+
+    def of(self, item: ScenarioItem) -> str | None:
+        if self.names is None:
+            self.names = self._clashes()
+        return self.names.get(id(item))
+
+    def _clashes(self) -> dict[int, str]:
+        by_name: dict[str, list[ScenarioItem]] = {}
+        for item in self.items:
+            by_name.setdefault(_declared_name(item.path, item.name), []).append(item)
+        names: dict[int, str] = {}
+        for name, group in by_name.items():
+            if len(group) < 2:
+                continue
+            for item in group:
+                # every file of the clash says where it came from: <name>@<folder.file>
+                where = (
+                    item.path.relative_to(self.rootpath)
+                    if item.path.is_relative_to(self.rootpath)
+                    else Path(item.path.name)
+                )
+                origin = ".".join([*where.parent.parts, item.name])
+                names[id(item)] = f"{name}@{origin}"
+        return names
+
+
+_TRANSCRIPT_NAMES = pytest.StashKey[_TranscriptNames]()
+
+
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: file names do not depend on them
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    by_name: dict[str, list[ScenarioItem]] = {}
-    for item in items:
-        if isinstance(item, ScenarioItem):
-            by_name.setdefault(_declared_name(item.path, item.name), []).append(item)
-    for name, group in by_name.items():
-        if len(group) < 2:
-            continue
-        for item in group:
-            # every file of the clash says where it came from: <name>@<folder.file>
-            where = (
-                item.path.relative_to(config.rootpath)
-                if item.path.is_relative_to(config.rootpath)
-                else Path(item.path.name)
-            )
-            origin = ".".join([*where.parent.parts, item.name])
-            item.transcript_name = f"{name}@{origin}"
+    scenarios = [item for item in items if isinstance(item, ScenarioItem)]
+    config.stash[_TRANSCRIPT_NAMES] = _TranscriptNames(config.rootpath, scenarios)
 
 
 def _write_transcript(result: ScenarioResult, folder: Path, name: str | None = None) -> Path | None:
@@ -452,8 +507,12 @@ class ScenarioItem(pytest.Item):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.user_properties.append(("loopsim_scenario", self.name))
-        #: the transcript's file name when another scenario of the run has the same name
-        self.transcript_name: str | None = None
+
+    @property
+    def transcript_name(self) -> str | None:
+        """The transcript's file name when another scenario of the run has the same name."""
+        names = self.config.stash.get(_TRANSCRIPT_NAMES, None)
+        return None if names is None else names.of(self)
 
     def runtest(self) -> None:
         from ._supervise import phase  # noqa: PLC0415 - lazy: keep pytest startup light
