@@ -464,11 +464,14 @@ def execute(
     tie_breaker: TieBreaker | None = None,
     models: ModelOverride | None = None,
     engine: Engine | None = None,
+    record: bool = True,
 ) -> Execution:
     """Build the scenario's world and run its steps on a fresh virtual clock, recording.
 
     ``engine`` overrides the file's ``engine:``; a feature that engine cannot build is a
-    located :class:`~loopsim.ScenarioError` (raised, not a failed run).
+    located :class:`~loopsim.ScenarioError` (raised, not a failed run). ``record=False``
+    keeps the events but builds no transcript (``Execution.transcript`` is None): for runs
+    whose transcript nothing reads.
     """
     from .._background._ties import TIE_BREAKER  # noqa: PLC0415 - keep imports light
 
@@ -481,7 +484,11 @@ def execute(
     trace = Trace(seed=seed)
     ties = _Ties(scenario.ties, tie_breaker)
     trace.resources[TIE_BREAKER] = ties
-    recorder = Recorder(trace, scenario=loaded.name, seed=seed, backend=backend, engine=engine)
+    recorder = (
+        Recorder(trace, scenario=loaded.name, seed=seed, backend=backend, engine=engine)
+        if record
+        else None
+    )
     outcome = Outcome()
     events = outcome.events
     unsubscribe = trace.subscribe(events.append)
@@ -501,7 +508,8 @@ def execute(
         outcome.error = user_code_failure(exc, virtual_time=clock.elapsed, seed=seed)
     finally:
         unsubscribe()
-        recorder.close()
+        if recorder is not None:
+            recorder.close()
     return Execution(
         loaded=loaded,
         seed=seed,
@@ -512,5 +520,5 @@ def execute(
         ties=ties,
         elapsed=clock.elapsed,
         events=events,
-        transcript=recorder.transcript,
+        transcript=None if recorder is None else recorder.transcript,
     )
