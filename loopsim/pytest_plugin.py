@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import inspect
 import re
 import sys
@@ -459,11 +458,8 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from ._supervise import phase  # noqa: PLC0415 - lazy: keep pytest startup light
 
-        try:
-            with phase("scenario", scenario=str(self.path), bound=None):
-                self._runtest()
-        finally:
-            _freeze_once(self)
+        with phase("scenario", scenario=str(self.path), bound=None):
+            self._runtest()
 
     def _runtest(self) -> None:
         from ._errors import ScenarioError  # noqa: PLC0415 - lazy: keep pytest startup light
@@ -666,43 +662,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _release_wall_clock()
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def pytest_unconfigure() -> None:
     _release_wall_clock()
-    _unfreeze(config)
-
-
-# -- the collector's full passes -------------------------------------------------------
-# A suite's heap is mostly what lives the whole session: the modules loopsim, pydantic and
-# pytest imported (loopsim's scenario machinery at the first scenario) and the collected
-# items. Every full pass of the garbage collector walks all of it again, and a suite of
-# 1,000 files makes tens of them (benchmarks/bench_stages.py: about 0.3 ms of each item's
-# CPU). In a session of FREEZE_FROM items or more, after the first scenario item, the
-# plugin collects once and moves what is alive then out of the collector's view
-# (gc.freeze); later garbage is collected as always, and the objects come back into view
-# at the end of the session. Smaller sessions would not earn back the one collection, and
-# objects someone else froze (an outer session, the user) are left as they are.
-
-#: Sessions of at least this many items freeze (see above).
-FREEZE_FROM = 100
-_FREEZE = pytest.StashKey[bool]()  # in the config's stash: True when this session froze
-
-
-def _freeze_once(item: pytest.Item) -> None:
-    stash = item.config.stash
-    if _FREEZE in stash:
-        return
-    stash[_FREEZE] = False
-    if len(item.session.items) < FREEZE_FROM or gc.get_freeze_count():
-        return
-    gc.collect()
-    gc.freeze()
-    stash[_FREEZE] = True
-
-
-def _unfreeze(config: pytest.Config) -> None:
-    if config.stash.get(_FREEZE, False):
-        config.stash[_FREEZE] = False
-        gc.unfreeze()
 
 
 def _report_engines(result: ScenarioResult) -> None:
