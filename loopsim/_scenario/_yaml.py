@@ -301,7 +301,8 @@ class _Builder:
         top.size += 1  # (a frame's height is 1 at least: a scalar leaves it as it is)
         line = _line(event.start_mark)
         if is_list:
-            self.lines[(*top.loc, len(container))] = line
+            loc: Loc = (*top.loc, len(container))
+            self.lines[loc] = line
             container.append(value)
         elif is_key:
             self._key(top, value, line)
