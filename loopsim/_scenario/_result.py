@@ -100,8 +100,7 @@ class ScenarioResult:
         name in a run)."""
         if self.transcript is None:
             return None
-        folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(
+        return write_transcript(  # (write_atomic makes the folder when it is missing)
             file_in(folder, self.name if name is None else name, ".transcript.json"),
             self.transcript,
         )
