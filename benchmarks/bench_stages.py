@@ -19,7 +19,11 @@ the children's ``getrusage`` for subprocesses), each per scenario file:
   when it is read), ``transcript writing`` (``write_transcript`` of one run);
 * ``pytest reporting``: the pytest item's cost less the in-process stages it runs;
 * ``--loopsim-transcripts / without``: the CPU of the whole suite with the option over
-  without it, in alternating rounds (target <= 1.3x).
+  without it, in alternating rounds (target <= 1.3x);
+* ``steps that matter``: the shipped scenarios (without ``vary:``) run with the search
+  for steps nothing checks (one more run per ``advance``, ``approve``, ``restart`` and
+  ``release_session`` step) over run without it, in-process, paired (a reference row;
+  the generated suite has no such steps).
 
 All absolute rows are machine-dependent; the ratio row is a paired ratio.
 """
@@ -256,8 +260,43 @@ def in_process_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
     return rows
 
 
+def steps_matter_row(rounds: int, log: Callable[[str], None]) -> Row:
+    """What looking for steps that matter adds to a run (``loopsim run`` and the plugin ask
+    for it: one more run per ``advance``/``approve``/``restart``/``release_session`` step):
+    the shipped scenarios without ``vary:``, run with it over run without it, paired."""
+    from loopsim._scenario import load_scenario, run_scenario  # noqa: PLC0415
+
+    shipped = Path(__file__).resolve().parent.parent / "scenarios"
+    loaded = [load_scenario(p) for p in sorted(shipped.glob("*.loopsim.yaml"))]
+    loaded = [one for one in loaded if not one.scenario.vary]
+
+    def runs(*, check: bool) -> Callable[[], None]:
+        def go() -> None:
+            for one in loaded:
+                run_scenario(one, check_steps_matter=check)
+
+        return go
+
+    fns = [runs(check=False), runs(check=True)]
+    for fn in fns:
+        fn()  # warm
+    without, with_ = interleaved(fns, rounds)
+    ratio, low, high = paired_ratio(with_, without)
+    row = Row(
+        section="stages",
+        case=f"steps that matter: run with / without ({len(loaded)} shipped scenarios)",
+        value=ratio,
+        unit="x CPU",
+        target="(reference)",
+        note=interval_note(low, high, rounds),
+    )
+    log(f"{row.case}: {row.value:.3f} {row.unit}")
+    return row
+
+
 def run(*, files: int = 1000, rounds: int = 3, log: Callable[[str], None] = print) -> list[Row]:
     inner = in_process_rows(min(files, 200), max(rounds, 5), log)
+    inner.append(steps_matter_row(max(rounds, 5), log))
     outer = subprocess_rows(files, rounds, log)
     item = next(r for r in outer if r.case.startswith("pytest item"))
     staged = sum(

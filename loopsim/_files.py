@@ -28,15 +28,16 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     either the old file or the new one, never a torn one. The directory is created when
     missing. Temporary files a killed process left behind in the directory (their process
     is gone) are removed before the first write into it of this process (once per
-    directory: a suite writing a thousand transcripts into one folder scans it once).
+    directory: a suite writing a thousand transcripts into one folder scans it once, and
+    makes the folder once; again only if it is gone).
 
     The new file gets the usual mode of a new file (``0o666`` less the umask), or the mode
     of the file it replaces.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     folder = str(target.parent)
     if folder not in _cleaned:
+        target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(target.parent)
         _cleaned.add(folder)
     data = text.encode("utf-8")
@@ -45,7 +46,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         mode = target.stat().st_mode & 0o7777
     except OSError:
         mode = None
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except FileNotFoundError:  # the folder was removed after this process first wrote in it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             if mode is not None:

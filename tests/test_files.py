@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,15 @@ def test_a_failed_rename_keeps_the_old_file_and_no_temporary(
     monkeypatch.undo()
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["file.txt"]
+
+
+def test_a_folder_removed_between_writes_is_made_again(tmp_path: Path) -> None:
+    # the folder is made at the first write into it, and again when it has gone since
+    folder = tmp_path / "out" / "deep"
+    write_atomic(folder / "a.txt", "one")
+    shutil.rmtree(tmp_path / "out")
+    assert write_atomic(folder / "b.txt", "two").read_text() == "two"
+    assert sorted(p.name for p in folder.iterdir()) == ["b.txt"]
 
 
 # -- interrupted writes and modes (issue 14, item 12) -------------------------------------------

@@ -59,6 +59,15 @@ def test_an_expectation_of_what_the_restart_changes_makes_it_matter() -> None:
     assert steps_that_do_not_matter(_load(extra=extra)) == []
 
 
+def test_an_always_expectation_of_what_it_changes_makes_it_matter_too() -> None:
+    # each run without a step is checked as a whole run is: `always:` too
+    extra = "always:\n  events: [{kind: process_restart, count: 1}]\n"
+    assert steps_that_do_not_matter(_load(extra=extra)) == []
+    result = run_scenario(_load(extra=extra), check_steps_matter=True)
+    assert result.passed
+    assert _step_entries(result) == []
+
+
 def test_under_strict_it_is_a_located_failure() -> None:
     loaded = _load(strict="strict: true\n")
     result = run_scenario(loaded)

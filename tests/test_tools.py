@@ -4,6 +4,7 @@ signature (a provider makes its tools again for every run) never mix two signatu
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 import pytest
@@ -87,3 +88,30 @@ def test_closures_made_per_run_share_a_schema_and_each_keep_their_own_state() ->
     assert hello.parameters == bye.parameters
     assert loopsim.simulate(hello.invoke, {"name": "ada"}) == "hello ada"
     assert loopsim.simulate(bye.invoke, {"name": "ada"}) == "bye ada"
+
+
+def _own_function(defaults: tuple[Any, ...] | None) -> Any:
+    """A function of a loopsim module (as the provider's closures are), made from one code
+    object with the given defaults."""
+
+    def template(task_id: int, note: str = "a") -> str:
+        return f"{task_id} {note}"
+
+    namespace = {"__name__": "loopsim._test_own_tools", "__builtins__": __builtins__}
+    return types.FunctionType(template.__code__, namespace, "template", defaults)
+
+
+def test_functions_of_one_definition_in_loopsim_keep_their_own_defaults_and_signature() -> None:
+    # loopsim's own tool functions are looked up by code object: what else differs between
+    # two functions of one code object (defaults, a signature set on one) must count
+    first = FunctionTool(_own_function(("a",)), name="t")
+    second = FunctionTool(_own_function(("b",)), name="t")
+    assert first.parameters["properties"]["note"]["default"] == "a"
+    assert second.parameters["properties"]["note"]["default"] == "b"
+    again = FunctionTool(_own_function(("a",)), name="t")
+    assert again._model is first._model  # shared: the walk ran once for this definition
+    relabelled = _own_function(("a",))
+    relabelled.__signature__ = inspect.Signature(
+        [inspect.Parameter("other", inspect.Parameter.KEYWORD_ONLY, annotation=int)]
+    )
+    assert list(FunctionTool(relabelled, name="t").parameters["properties"]) == ["other"]

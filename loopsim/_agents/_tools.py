@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from types import CoroutineType
+from types import CoroutineType, FunctionType
 from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -125,7 +125,46 @@ _MODELS: dict[tuple[str, tuple[_Field, ...]], type[BaseModel]] = {}
 _MAX_MODELS = 1024
 
 
+#: The models of loopsim's own tool functions, by code object and defaults: the provider
+#: makes its six tools anew for every run, as closures of one definition each, and reading
+#: their signature and evaluating their annotations cost more than the rest of building
+#: them. Their annotations name loopsim's own types, which no module rebinds, so a
+#: definition's model is the same every time; other functions are read every time.
+_OWN: dict[tuple[Any, ...], type[BaseModel]] = {}
+
+
 def _arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    own = _own_key(fn, name)
+    if own is not None:
+        known = _OWN.get(own)
+        if known is None:
+            if len(_OWN) >= _MAX_MODELS:
+                _OWN.clear()
+            known = _OWN[own] = _read_arguments_model(fn, name)
+        return known
+    return _read_arguments_model(fn, name)
+
+
+def _own_key(fn: Callable[..., Any], name: str) -> tuple[Any, ...] | None:
+    if type(fn) is not FunctionType or not fn.__module__.startswith("loopsim."):
+        return None
+    if "__wrapped__" in fn.__dict__ or "__signature__" in fn.__dict__:
+        return None  # its signature is not its code's
+    keywords = fn.__kwdefaults__
+    key = (
+        name,
+        fn.__code__,
+        fn.__defaults__,
+        None if keywords is None else tuple(keywords.items()),
+    )
+    try:
+        hash(key)
+    except TypeError:  # an unhashable default (a list): read every time
+        return None
+    return key
+
+
+def _read_arguments_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
     signature = inspect.signature(fn)
     try:
         hints = inspect.get_annotations(fn, eval_str=True)

@@ -9,7 +9,7 @@ every run and reported like failed expectations.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -100,8 +100,7 @@ class ScenarioResult:
         name in a run)."""
         if self.transcript is None:
             return None
-        folder.mkdir(parents=True, exist_ok=True)
-        return write_transcript(
+        return write_transcript(  # (write_atomic makes the folder when it is missing)
             file_in(folder, self.name if name is None else name, ".transcript.json"),
             self.transcript,
         )
@@ -299,8 +298,7 @@ def _unchecked_steps(loaded: LoadedScenario, said: set[int]) -> list[Failure]:
         Failure(
             message, format_location(("steps", index)), where.line(("steps", index)), kind="weak"
         )
-        for index, message in steps_that_do_not_matter(loaded)
-        if index not in said
+        for index, message in steps_that_do_not_matter(loaded, skip=said)
     ]
 
 
@@ -369,23 +367,28 @@ def _tagged(failure: Failure, engine: str) -> Failure:
     return replace(failure, message=f"[engine {engine}] {failure.message}")
 
 
-def steps_that_do_not_matter(loaded: LoadedScenario) -> list[tuple[int, str]]:
+def steps_that_do_not_matter(
+    loaded: LoadedScenario, *, skip: Collection[int] = ()
+) -> list[tuple[int, str]]:
     """The ``advance``, ``approve``, ``restart`` and ``release_session`` steps whose
     removal leaves every expectation passing: ``(step index, warning)``.
 
     Found with the product's own machinery: the scenario is run once per such step with
     that step removed (so it costs one run per step; only files with such steps pay).
+    The steps in ``skip`` are not tried (the callers say those steps another way: each
+    changed nothing at all, a warning already). Each run without a step is checked as
+    :func:`run_scenario` checks it, for its verdict only (:func:`_passes`).
     """
     scenario = loaded.scenario
     found: list[tuple[int, str]] = []
     for index, step in enumerate(scenario.steps):
         word = STEP_WORDS.get(type(step).__name__)
-        if word is None:
+        if word is None or index in skip:
             continue
         steps = [s for n, s in enumerate(scenario.steps) if n != index]
         dropped = replace(loaded, scenario=scenario.model_copy(update={"steps": steps}))
         try:
-            passed = run_scenario(dropped, compare=False, check_steps_matter=False).passed
+            passed = _passes(dropped)
         except Exception:  # noqa: BLE001 - a run that cannot go without the step: it matters
             passed = False
         if passed:
@@ -396,3 +399,21 @@ def steps_that_do_not_matter(loaded: LoadedScenario) -> list[tuple[int, str]]:
             )
             found.append((index, message))
     return found
+
+
+def _passes(loaded: LoadedScenario) -> bool:
+    """``run_scenario(loaded).passed``, without what only a report reads: the warnings,
+    weak expectations and tool errors (none of them fails a plain file, and a strict one
+    checks its own in ``check_run``), and the transcript unless a snapshot compares it."""
+    scenario = loaded.scenario
+    snapshot = any(
+        block is not None and block.transcript is not None
+        for block in (scenario.expect, scenario.always)
+    )
+    cassette = replay_cassette(loaded)
+    run = execute(loaded, models=None if cassette is None else cassette.client, record=snapshot)
+    if check_run(loaded, run, ("expect", "always"), steps_unchecked=steps_that_do_not_matter):
+        return False
+    if cassette is not None:
+        cassette.finish()  # every recorded turn was answered (ReplayMismatchError if not)
+    return True

@@ -265,6 +265,52 @@ class _Builder:
     # -- events ---------------------------------------------------------------------------------
 
     def scalar(self, event: yaml.ScalarEvent) -> None:
+        """A scalar; the common case (inside a list or mapping, no anchor, no tag, text
+        that needs no check) here, every other one in :meth:`_scalar`."""
+        stack = self.stack
+        if not stack or event.anchor is not None or event.tag is not None:
+            self._scalar(event)
+            return
+        top = stack[-1]
+        container = top.value
+        text = event.value
+        is_list = type(container) is list
+        if (not is_list and top.merging and top.has_key) or (
+            self.check_text and not text.isascii()
+        ):
+            self._scalar(event)
+            return
+        if event.style or (text and text[0] not in _NON_TEXT_START):
+            value: Any = text  # quoted, or a plain word (what _resolve_plain gives it)
+        else:
+            try:
+                value = _resolve_plain(text)
+            except _Refused:
+                self._scalar(event)  # raises the located error
+                return
+        is_key = not is_list and not top.has_key
+        if is_key and not event.style and text == "<<":
+            self._scalar(event)  # a merge key
+            return
+        nodes = self.nodes + 1
+        limits = self.limits
+        if nodes > limits.max_nodes or len(stack) > limits.max_depth:
+            self._scalar(event)  # raises the located error
+            return
+        self.nodes = nodes
+        top.size += 1  # (a frame's height is 1 at least: a scalar leaves it as it is)
+        line = _line(event.start_mark)
+        if is_list:
+            loc: Loc = (*top.loc, len(container))
+            self.lines[loc] = line
+            container.append(value)
+        elif is_key:
+            self._key(top, value, line)
+        else:
+            top.has_key = False
+            container[top.key] = value
+
+    def _scalar(self, event: yaml.ScalarEvent) -> None:
         line = _line(event.start_mark)
         loc, is_key = self._child_loc()
         tag = event.tag
@@ -325,7 +371,13 @@ class _Builder:
             self.anchors[event.anchor] = _OPEN
         self.stack.append(_Frame(value, loc, line, event.anchor))
 
-    def end(self) -> None:
+    def start_mapping(self, event: yaml.MappingStartEvent) -> None:
+        self.start(event, {})
+
+    def start_sequence(self, event: yaml.SequenceStartEvent) -> None:
+        self.start(event, [])
+
+    def end(self, _event: object = None) -> None:
         frame = self.stack.pop()
         value = frame.value
         if frame.merges:
@@ -455,10 +507,10 @@ def _feed(builder: _Builder, loader: Any, path: Path | None) -> None:
         handlers: dict[type[Any], Any] = {
             yaml.ScalarEvent: builder.scalar,
             yaml.AliasEvent: builder.alias,
-            yaml.MappingStartEvent: lambda event: builder.start(event, {}),
-            yaml.SequenceStartEvent: lambda event: builder.start(event, []),
-            yaml.MappingEndEvent: lambda _: builder.end(),
-            yaml.SequenceEndEvent: lambda _: builder.end(),
+            yaml.MappingStartEvent: builder.start_mapping,
+            yaml.SequenceStartEvent: builder.start_sequence,
+            yaml.MappingEndEvent: builder.end,
+            yaml.SequenceEndEvent: builder.end,
         }
         documents = 0
         while True:

@@ -151,6 +151,32 @@ def test_each_kind_alone_is_refused_at_write_with_its_location(
     assert not target.exists()
 
 
+@pytest.mark.parametrize(("kind", "text", "secret"), CORPUS, ids=[k for k, _, _ in CORPUS])
+def test_each_kind_is_refused_in_a_long_transcript_of_repeated_lines(
+    kind: str, text: str, secret: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long transcript repeats most of its lines; the scan's literal prefilter reads each
+    # distinct line once from 2 kB on. The secret is in the last reply, after many lines
+    # like its own: it must still be found, wherever the repeats are.
+    monkeypatch.setenv(ENV_NAME, ENV_VALUE)
+    turns = 12
+    agent = loopsim.Agent(
+        ScriptedChatClient([*(["draft"] * (turns - 1)), f"fine.\n{text}"]), name="a"
+    )
+
+    async def program() -> None:
+        for _ in range(turns):
+            await agent.run("hi")
+
+    _, transcript = loopsim.record(program)
+    assert len(transcript.to_json()) > 4 * 2048  # the long-text path of the prefilter
+    target = tmp_path / "leak.transcript.json"
+    with pytest.raises(loopsim.TranscriptError, match="looks like a secret") as info:
+        loopsim.write_transcript(target, transcript)
+    assert f"(event seq {len(transcript.events)})" in str(info.value)  # the last reply
+    assert not target.exists()
+
+
 def test_ordinary_text_is_kept(tmp_path: Path) -> None:
     ordinary = (
         "max_tokens: 100, input_tokens=5 and a basic question; the key is obvious; "
