@@ -1,6 +1,6 @@
 """The message layer imports in one direction, deferred imports included.
 
-hosted → content → structured → message → factory/updates → chat (issue 25 item 8): each module
+fields → hosted → content → structured → message → factory/updates → chat (issue 25 item 8): each module
 may import only the modules before it, at module level or inside a function alike.
 """
 
@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "loopsim" / "_messages"
-ORDER = ("_hosted", "_content", "_structured", "_message", "_factory", "_updates", "_chat")
+ORDER = (
+    "_fields",
+    "_hosted",
+    "_content",
+    "_structured",
+    "_message",
+    "_factory",
+    "_updates",
+    "_chat",
+)
 
 
 def _siblings(path: Path) -> list[tuple[str, bool]]:
