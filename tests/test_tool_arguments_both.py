@@ -9,12 +9,12 @@ refused arguments, in order (:func:`loopsim._wording.agrees`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+import yaml
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import loopsim
@@ -27,6 +27,13 @@ SHIPPED = ROOT / "scenarios" / "bad_tool_arguments.loopsim.yaml"
 DISAGREE = "the engines disagree"
 
 
+def flow(value: Any) -> str:
+    """``value`` as one line of YAML: PyYAML escapes what a YAML file may not hold raw."""
+    return yaml.safe_dump(
+        value, default_flow_style=True, default_style='"', allow_unicode=True, width=float("inf")
+    ).strip()
+
+
 def scenario(arguments: dict[str, Any]) -> str:
     return f"""\
 version: 1
@@ -35,7 +42,7 @@ agents:
     script:
       - fault: malformed_tool_call
         name: fetch
-        arguments: {json.dumps(arguments, ensure_ascii=False)}
+        arguments: {flow(arguments)}
       - reply: done
     tools:
       fetch: {{parameters: [url], result: hello}}
@@ -85,6 +92,7 @@ EXTRA = st.dictionaries(
 
 @settings(max_examples=12, deadline=None)
 @given(extra=EXTRA, url=st.one_of(st.none(), st.just("https://example.com")))
+@example(extra={"a": "\x7f", "b": "x\ny"}, url=None)  # what a YAML file may not hold raw
 def test_any_refused_arguments_agree_on_both_engines(
     extra: dict[str, Any], url: str | None
 ) -> None:

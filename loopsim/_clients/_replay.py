@@ -306,9 +306,13 @@ class ReplayChatClient(FakeChatClient):
             if faulted + 1 == len(turn.faults) and turn.response is None:
                 self._played.add(id(turn))  # the fault was all this turn got
             spec = turn.faults[faulted]
-            return await model_fault(
+            answer = await model_fault(
                 Fault(str(spec["kind"]), **spec["options"]), model=self.agent_name
             )
+            # A fault that answers (a malformed call, an empty answer) was the model's
+            # answer to this turn: the recorded response is the fault's, not another.
+            self._played.add(id(turn))
+            return answer
         self._played.add(id(turn))
         if turn.response is None and turn.error is None:
             # The recording ended while this call was still waiting for the model: in

@@ -26,6 +26,7 @@ from ._convert import (
     to_loopsim_options,
     to_loopsim_request_message,
 )
+from ._extras import without_bookkeeping
 from ._faults import as_vendor_error
 from ._hosted import HostedToolFactories
 from ._runtime import require_asyncio
@@ -167,15 +168,14 @@ class LoopsimChatClient(
         if not message.contents:  # nothing to key on: converted afresh (it is cheap)
             return to_loopsim_request_message(message, field=f"messages[{number}]")
         cached = self._converted.get(shape)
-        # the message's own properties may have changed since (upstream sets some later)
-        if cached is not None and cached[1] == message.additional_properties:
+        # The message's own properties may have changed since. agent_framework adds its
+        # bookkeeping keys later (a history provider's attribution): those are never sent,
+        # so the message is the same one and keeps its identity (the recorder shares it).
+        properties = without_bookkeeping(message.additional_properties)
+        if cached is not None and cached[1] == properties:
             return cached[2]
         converted = to_loopsim_request_message(message, field=f"messages[{number}]")
-        self._converted[shape] = (
-            list(message.contents),
-            dict(message.additional_properties),
-            converted,
-        )
+        self._converted[shape] = (list(message.contents), dict(properties), converted)
         return converted
 
     def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
