@@ -82,15 +82,9 @@ def has_controls(message: Message) -> bool:
 
 def first_control(messages: Sequence[Message], start: int) -> int | None:
     """The index of the first message from ``start`` on holding approval content, or None."""
-    known = _IS_CONTROL
     for i in range(start, len(messages)):
-        for content in messages[i].contents:
-            cls = type(content)
-            found = known.get(cls)
-            if found is None:
-                found = _is_control(cls)
-            if found:
-                return i
+        if has_controls(messages[i]):
+            return i
     return None
 
 
