@@ -7,11 +7,15 @@ the closest name, and a count that does not hold is a failure located at its ``w
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 import loopsim
-from loopsim._scenario import load_scenario_text, run_scenario
+from loopsim._scenario import load_scenario, load_scenario_text, run_scenario
 
+ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("loopsim", "agent_framework")
 pytestmark = pytest.mark.filterwarnings(
     "ignore::agent_framework._feature_stage.ExperimentalWarning"
@@ -97,3 +101,46 @@ def test_a_list_is_still_no_value_to_compare_with() -> None:
         load_scenario_text(SCENARIO % ("{finish_reason: [stop]}", "1"))
     with pytest.raises(loopsim.ScenarioError, match="expected a text, number"):
         load_scenario_text(SCENARIO % ("{model: {a: 1}}", "1"))
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "hint"),
+    [
+        ("{finish_reason: lenght}", "finish_reason", 'did you mean "length"?'),
+        ("{finish_reason: Stop}", "finish_reason", 'did you mean "stop"?'),
+        ("{model: model-2026-1}", "model", 'did you mean "model-2026-01"?'),
+    ],
+)
+def test_a_value_no_answer_can_have_is_a_located_error(where: str, field: str, hint: str) -> None:
+    with pytest.raises(loopsim.ScenarioError) as info:
+        load_scenario_text(SCENARIO % (where, "0"))  # count 0 would pass on any run
+    assert info.value.line == 18
+    assert info.value.location == f"expect.events[0].where.{field}"
+    assert hint in str(info.value)
+
+
+def test_upstreams_finish_reasons_and_a_scripts_own_are_all_allowed() -> None:
+    for reason in ("stop", "length", "tool_calls", "content_filter"):
+        load_scenario_text(SCENARIO % (f"{{finish_reason: {reason}}}", "0"))
+    own = SCENARIO.replace("finish_reason: stop", "finish_reason: max_output")
+    assert _run_text(own % ("{finish_reason: max_output}", "1")).passed
+
+
+def test_a_real_models_answers_may_have_any_model_or_finish_reason(tmp_path: Path) -> None:
+    # the shipped recorded-model example: its cassette's answers name "fake-model"
+    for name in ("recorded_model.loopsim.yaml", "recorded_model.py"):
+        shutil.copy(ROOT / "scenarios" / name, tmp_path)
+    (tmp_path / "cassettes").mkdir()
+    shutil.copy(ROOT / "scenarios/cassettes/recorded_model.transcript.json", tmp_path / "cassettes")
+    path = tmp_path / "recorded_model.loopsim.yaml"
+    text = path.read_text(encoding="utf-8")
+    counted = "    - {kind: tool_call, where: {name: add}, count: 1}\n"
+    added = (
+        "    - {kind: model_response, where: {model: fake-model, finish_reason: eos}, count: 0}\n"
+    )
+    path.write_text(text.replace(counted, counted + added), encoding="utf-8")
+    assert load_scenario(path).scenario.expect is not None  # loads: no vocabulary to check
+
+
+def _run_text(text: str) -> loopsim.ScenarioResult:
+    return run_scenario(load_scenario_text(text))
