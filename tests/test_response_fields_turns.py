@@ -1,8 +1,8 @@
 """Scripted turns set response fields, and background responses are polled on virtual time.
 
-``Turn(..., response_id=, conversation_id=, finish_reason=, continuation_token=,
-additional_properties=)`` and the same keys in a scenario script reach the agent's
-response on both engines (loopsim's Agent, and agent_framework's through
+``Turn(..., response_id=, conversation_id=, model=, created_at=, finish_reason=,
+continuation_token=, additional_properties=)`` and the same keys in a scenario script
+reach the model's answer and the agent's response on both engines (loopsim's Agent, and agent_framework's through
 ``as_chat_client``). ``BackgroundResponseChatClient`` answers ``background=True`` with a
 continuation token, and the final answer once ``duration`` virtual seconds have passed.
 """
@@ -59,6 +59,10 @@ def run_stream(engine: str, agent: Any, messages: Any, **kwargs: Any) -> Any:
         ({"response_id": 3}, TypeError, "response_id must be a str, got int"),
         ({"conversation_id": ""}, ValueError, "conversation_id must not be empty"),
         ({"finish_reason": b"stop"}, TypeError, "finish_reason must be a str, got bytes"),
+        ({"model": 4}, TypeError, "model must be a str, got int"),
+        ({"model": ""}, ValueError, "model must not be empty"),
+        ({"created_at": 1767225600}, TypeError, "created_at must be a str, got int"),
+        ({"created_at": ""}, ValueError, "created_at must not be empty"),
         ({"continuation_token": "tok"}, TypeError, "continuation_token must be a mapping"),
         ({"continuation_token": {1: "x"}}, TypeError, "continuation_token keys must be strings"),
         (
@@ -87,6 +91,8 @@ def test_a_bad_turn_field_is_a_clear_error_naming_it(
 def test_response_fields_need_a_reply(item: Any) -> None:
     with pytest.raises(ValueError, match="finish_reason needs a reply"):
         Turn(item, finish_reason="stop")
+    with pytest.raises(ValueError, match="created_at needs a reply"):
+        Turn(item, created_at="2026-01-01T00:00:00Z")
 
 
 def test_a_turn_copies_its_json_objects() -> None:
@@ -102,6 +108,8 @@ def test_a_turn_copies_its_json_objects() -> None:
 FIELDS = {
     "response_id": "resp-given",
     "conversation_id": "conv-9",
+    "model": "gpt-4o-mini",
+    "created_at": "2026-01-01T00:00:00Z",
     "finish_reason": "length",
     "continuation_token": {"response_id": "resp-given", "step": 2},
     "additional_properties": {"region": "eu", "cost": {"cents": 3}},
@@ -127,8 +135,46 @@ def test_turn_fields_reach_the_agent_response(engine: str, streamed: bool) -> No
     assert session.service_session_id == "conv-9"  # the answer made the session service-backed
     assert response.response_id == "resp-given"
     assert str(response.finish_reason) == "length"
+    assert response.created_at == "2026-01-01T00:00:00Z"
     assert response.continuation_token == FIELDS["continuation_token"]
     assert response.additional_properties == FIELDS["additional_properties"]
+
+
+def get_chat_response(engine: str, client: Any, *, streamed: bool) -> Any:
+    """One model answer, through the chat client an agent of ``engine`` talks to."""
+    if engine == "agent_framework":
+        adapted = as_chat_client(client)
+        ask = [af.Message("user", ["hi"])]
+        if streamed:
+            return adapted.get_response(ask, stream=True).get_final_response()
+        return adapted.get_response(ask)
+    ask_loopsim = [loopsim.Message.user("hi")]
+    if streamed:
+
+        async def merged() -> Any:
+            updates = [u async for u in client.get_streaming_response(ask_loopsim)]
+            return loopsim.ChatResponse.from_updates(updates)
+
+        return merged()
+    return client.get_response(ask_loopsim)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_turn_field_is_on_the_chat_answer(engine: str, streamed: bool) -> None:
+    # the model answer itself (upstream's ChatResponse on the af engine) carries all of
+    # them, `model` included, which an agent's response does not have
+    client = ScriptedChatClient([Turn("cut short", **FIELDS)])
+
+    async def main() -> Any:
+        return await get_chat_response(engine, client, streamed=streamed)
+
+    answer = loopsim.simulate(main)
+    if engine == "agent_framework":
+        assert isinstance(answer, af.ChatResponse)
+    got = {name: getattr(answer, name) for name in FIELDS}
+    got["finish_reason"] = str(got["finish_reason"])
+    assert got == FIELDS
 
 
 def test_a_bare_reply_leaves_the_fields_unset_on_both_engines() -> None:
@@ -137,6 +183,7 @@ def test_a_bare_reply_leaves_the_fields_unset_on_both_engines() -> None:
         response = loopsim.simulate(agent.run, "hi")
         assert response.continuation_token is None, engine
         assert response.finish_reason is None, engine
+        assert response.created_at is None, engine
         assert not response.additional_properties, engine
 
 
@@ -173,6 +220,8 @@ SCENARIO = """\
             response_id: resp-given
             conversation_id: conv-9
             finish_reason: length
+            model: gpt-4o-mini
+            created_at: 2026-01-01T00:00:00Z
             continuation_token: {response_id: resp-given}
             additional_properties: {region: eu}
     parent: {agent: writer}
@@ -187,6 +236,10 @@ def test_scenario_script_fields_reach_the_response(engine: str) -> None:
     assert result.passed, result.failures
     responses = [e for e in result.events if e.kind == "model_response"]
     assert [e.data["response_id"] for e in responses] == ["resp-given"]
+    # an unquoted timestamp stays the text written (YAML 1.2 core: no !!timestamp)
+    assert [(e.data["model"], e.data["created_at"]) for e in responses] == [
+        ("gpt-4o-mini", "2026-01-01T00:00:00Z")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -196,6 +249,9 @@ def test_scenario_script_fields_reach_the_response(engine: str) -> None:
         ("additional_properties: [a]", "additional_properties", "expected a mapping"),
         ("finish_reason: ''", "finish_reason", "finish_reason: expected at least 1"),
         ("conversation_id: 7", "conversation_id", "expected text, got 7"),
+        ("model: [gpt]", "model", "expected text, got"),
+        ("model: ''", "model", "model: expected at least 1"),
+        ("created_at: 1767225600", "created_at", "expected text, got 1767225600"),
         ("continuation_token: {a: .nan}", "continuation_token.a", "JSON has no NaN"),
     ],
 )

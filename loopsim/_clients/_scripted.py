@@ -34,6 +34,8 @@ Reply = str | Message | ChatResponse | BaseException | Fault
 TURN_RESPONSE_FIELDS = (
     "response_id",
     "conversation_id",
+    "model",
+    "created_at",
     "finish_reason",
     "continuation_token",
     "additional_properties",
@@ -52,6 +54,9 @@ class Turn:
         response_id: the reply's response id (instead of a drawn ``resp-…`` one).
         conversation_id: the service-side conversation the reply names (the session
             becomes service-backed, as with a real service's answer).
+        model: the model the reply says answered (``"gpt-4o-mini"``...).
+        created_at: when the reply says it was made, as text (upstream's ``created_at``
+            is a free string; ISO 8601 such as ``"2026-01-01T00:00:00Z"`` is usual).
         finish_reason: why the model stopped (``"stop"``, ``"length"``...).
         continuation_token: a JSON object: the reply is a background response still in
             progress, to be polled with this token.
@@ -74,6 +79,8 @@ class Turn:
     usage: Usage | None = None
     response_id: str | None = None
     conversation_id: str | None = None
+    model: str | None = None
+    created_at: str | None = None
     finish_reason: str | None = None
     continuation_token: dict[str, Any] | None = None
     additional_properties: dict[str, Any] | None = None
@@ -86,6 +93,8 @@ class Turn:
         usage: Usage | None = None,
         response_id: str | None = None,
         conversation_id: str | None = None,
+        model: str | None = None,
+        created_at: str | None = None,
         finish_reason: str | None = None,
         continuation_token: Mapping[str, Any] | None = None,
         additional_properties: Mapping[str, Any] | None = None,
@@ -103,6 +112,8 @@ class Turn:
         for name, text in (
             ("response_id", response_id),
             ("conversation_id", conversation_id),
+            ("model", model),
+            ("created_at", created_at),
             ("finish_reason", finish_reason),
         ):
             _check_text(name, text)
@@ -112,7 +123,7 @@ class Turn:
             name
             for name, value in zip(
                 TURN_RESPONSE_FIELDS,
-                (response_id, conversation_id, finish_reason, token, extras),
+                (response_id, conversation_id, model, created_at, finish_reason, token, extras),
                 strict=True,
             )
             if value is not None
@@ -128,6 +139,8 @@ class Turn:
         object.__setattr__(self, "usage", usage)
         object.__setattr__(self, "response_id", response_id)
         object.__setattr__(self, "conversation_id", conversation_id)
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "created_at", created_at)
         object.__setattr__(self, "finish_reason", finish_reason)
         object.__setattr__(self, "continuation_token", token)
         object.__setattr__(self, "additional_properties", extras)

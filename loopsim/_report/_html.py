@@ -19,6 +19,7 @@ from .._clients._recording import message_summary
 from .._escape import html_text, no_surrogates
 from .._files import write_atomic
 from .._transcript import Transcript, TranscriptEvent
+from .._transcript._render import answer_field_parts
 from .._transcript._spans import Span, Spans, spans
 
 __all__ = [
@@ -59,6 +60,7 @@ details{margin:2px 0}summary{cursor:pointer}.more{color:#777;font-style:italic}
 .legend span{display:inline-block;padding:0 6px;margin-right:6px;border:1px solid}
 svg.timeline text{font-size:11px;font-family:system-ui,sans-serif}
 td.judged{white-space:nowrap;font-family:monospace;font-size:12px}
+.answer-fields code{font-size:12px;background:#f3f3f3;padding:0 4px;margin-right:6px}
 """.strip()
 
 
@@ -380,31 +382,45 @@ def _summaries(messages: Iterable[Any]) -> str:
     return "\n".join(_clip(message_summary(m)) for m in messages if isinstance(m, dict))
 
 
+def _answer_fields(parts: list[tuple[str, str]]) -> str:
+    """The answer fields the model set, one ``name=value`` chip each (nothing for none)."""
+    if not parts:
+        return ""
+    chips = "".join(
+        f"<code data-field='{_e(name)}'>{_e(name)}={_e(value)}</code>" for name, value in parts
+    )
+    return f"<div class='answer-fields'>{chips}</div>"
+
+
 def _model_calls(transcript: Transcript) -> str:
-    calls: list[tuple[float, dict[str, Any], str]] = []
+    calls: list[tuple[float, dict[str, Any], str, list[tuple[str, str]]]] = []
     for event in transcript.events:
         if event.kind == "model_request":
-            calls.append((event.time, event.data, ""))
+            calls.append((event.time, event.data, "", []))
         elif event.kind in ("model_response", "model_error") and calls:
-            time, request, _ = calls[-1]
+            time, request, _, _ = calls[-1]
             d = event.data
+            fields: list[tuple[str, str]] = []
             if event.kind == "model_error":
                 answer = f"{d.get('error')}: {d.get('message')}"
             else:
                 answer = _summaries(d.get("messages") or ())
-            calls[-1] = (time, request, _clip(answer, MAX_TEXT * 2))
+                fields = answer_field_parts(d, max_text=MAX_TEXT // 2)
+            calls[-1] = (time, request, _clip(answer, MAX_TEXT * 2), fields)
     if not calls:
         return ""
     out = [f"<h3>Model calls ({len(calls)})</h3>"]
 
-    def one(time: float, request: dict[str, Any], answer: str) -> str:
+    def one(
+        time: float, request: dict[str, Any], answer: str, fields: list[tuple[str, str]]
+    ) -> str:
         messages = list(request.get("messages") or ())
         last = _clip(message_summary(messages[-1]), 120) if messages else "<no messages>"
         return (
             f"<details class='model-call'><summary>t={time:g} "
             f"{_e(_clip(str(request.get('agent')), 60))}: {_e(last)}</summary>"
             f"<pre>{_e(_summaries(messages[-4:]))}</pre>"
-            f"<b>answer</b><pre>{_e(answer)}</pre></details>"
+            f"<b>answer</b><pre>{_e(answer)}</pre>{_answer_fields(fields)}</details>"
         )
 
     shown, left_out = _fit((one(*call) for call in calls), BUDGETS["calls"])

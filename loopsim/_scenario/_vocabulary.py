@@ -82,6 +82,24 @@ def _tools(scenario: Scenario) -> list[str] | None:
     return sorted(set(names))
 
 
+#: the finish reasons upstream names (``FinishReasonLiteral``); a script may set others
+_FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
+
+
+def _answer_values(scenario: Scenario, name: str) -> list[str] | None:
+    """Every ``name`` (``finish_reason``, ``model``) a run's answers can set, or None when
+    something other than the file's scripts answers (factory, real model) or a ``vary:``
+    draw may change them."""
+    if scenario.vary:
+        return None
+    values = list(_FINISH_REASONS) if name == "finish_reason" else []
+    for agent in scenario.agents.values():
+        if agent.factory is not None or agent.model is not None:
+            return None
+        values.extend(getattr(turn, name) for turn in agent.script or () if getattr(turn, name))
+    return sorted(set(values))
+
+
 def vocabulary_errors(
     scenario: Scenario, loc: Loc, expect: StepExpect, where: Located
 ) -> Iterator[ScenarioError]:
@@ -103,6 +121,9 @@ def vocabulary_errors(
                 choices, what = children, "a background agent of this scenario"
             elif (counted.kind, name) in _TOOL_FIELDS:
                 choices, what = tools, "a tool of this scenario"
+            elif counted.kind == "model_response" and name in ("finish_reason", "model"):
+                choices = _answer_values(scenario, name)
+                what = f"a {name} that an answer of this scenario can have"
             if choices is None or value in choices:
                 continue
             shown = ", ".join(choices) if choices else "none"

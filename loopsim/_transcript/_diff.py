@@ -83,7 +83,10 @@ def _hashable(value: object) -> object:
 def _line(event: TranscriptEvent | None, tails: _RequestTails) -> str:
     if event is None:
         return "<no event: the transcript ended>"
-    return f"t={event.time:9.3f}  {event.kind}  {describe_event(event, tails)}"
+    # without the answer fields: when only they differ, the lines are alike and each side
+    # names just the differing ones (below), not every field the answer set
+    details = describe_event(event, tails, answer_fields=False)
+    return f"t={event.time:9.3f}  {event.kind}  {details}"
 
 
 def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str]:
@@ -135,7 +138,9 @@ def diff_transcripts(expected: Transcript, actual: Transcript) -> Divergence | N
         b = right[index] if index < len(right) else None
         if a is not None and b is not None and same(a, b):
             context.append(f"  {_line(a, tails_a)}")
-            describe_event(b, tails_b)  # keeps the live side's "new tail" state in step
+            describe_event(
+                b, tails_b, answer_fields=False
+            )  # keeps the live side's "new tail" state in step
             context = context[-_CONTEXT:]
             continue
         line_a, line_b = _line(a, tails_a), _line(b, tails_b)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._clients._recording import message_summary
+from .._clients._recording import ANSWER_FIELDS, message_summary
 from .._clients._replay import comparable_message
 from ._model import Transcript, TranscriptEvent
 
-__all__ = ["describe_event", "render_text"]
+__all__ = ["answer_field_parts", "describe_event", "render_text"]
 
 _KIND_WIDTH = 20  # len("loop_iteration_start")
 
@@ -71,10 +72,56 @@ def _usage(usage: Mapping[str, Any] | None) -> str:
     return f"  [{' '.join(parts)}]" if parts else ""
 
 
+#: a text shown as it is in ``name=value`` (no quotes needed: no space, quote or bracket)
+_BARE = re.compile(r"[\w.:/+@-]+")
+
+
+def answer_field_parts(
+    data: Mapping[str, Any], *, max_text: int | None = None
+) -> list[tuple[str, str]]:
+    """``(name, value as shown)`` for each answer field a ``model_response`` event's data
+    sets (``finish_reason``, ``model``...; in the order they are recorded), none when it
+    sets none. A plain word stays bare; other texts and the JSON objects are JSON."""
+    parts = []
+    for name in ANSWER_FIELDS:
+        value = data.get(name)
+        if value is None or (name == "additional_properties" and not value):
+            continue
+        shown = value if isinstance(value, str) and _BARE.fullmatch(value) else _printable(value)
+        parts.append((name, _clip(shown, max_text)))
+    return parts
+
+
+def _printable(value: Any) -> str:
+    r"""``value`` as JSON on one line: characters that are not printable (``\x85``,
+    ``\u2028``..., which ``splitlines`` breaks at) become ``\uXXXX`` escapes too."""
+    return "".join(c if c.isprintable() else _escaped(c) for c in _j(value))
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON writes a character past the BMP as its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _answer_fields(data: Mapping[str, Any], max_text: int | None) -> str:
+    parts = answer_field_parts(data, max_text=max_text)
+    if not parts:
+        return ""
+    return "  (" + " ".join(f"{name}={value}" for name, value in parts) + ")"
+
+
 def describe_event(
-    event: TranscriptEvent, tails: _RequestTails | None = None, *, max_text: int | None = None
+    event: TranscriptEvent,
+    tails: _RequestTails | None = None,
+    *,
+    max_text: int | None = None,
+    answer_fields: bool = True,
 ) -> str:
-    """The details part of one event's text line (without time and kind)."""
+    """The details part of one event's text line (without time and kind); an answer's
+    fields are left out with ``answer_fields=False`` (a diff names the differing ones)."""
     d = event.data
     kind = event.kind
     who = f"{d.get('agent')}  {d.get('session')}"
@@ -94,7 +141,8 @@ def describe_event(
             tails.response(d)
         messages = d.get("messages") or ()
         text = " | ".join(_clip(message_summary(m), max_text) for m in messages) or "<empty>"
-        return f"{who}  {text}{_usage(d.get('usage'))}"
+        fields = _answer_fields(d, max_text) if answer_fields else ""
+        return f"{who}  {text}{_usage(d.get('usage'))}{fields}"
     if kind == "model_error":
         return f"{who}  {d.get('error')}: {_clip(_j(d.get('message')), max_text)}"
     if kind == "tool_call":
@@ -188,8 +236,10 @@ def render_text(
     passes differently, not every later line; ``times="absolute"`` shows the virtual
     time since the start instead (``t=   30.000``). A ``model_request`` shows only what
     is new for that agent and session since its last turn (``(+N earlier)`` counts the
-    rest); tools are listed when they change. ``max_text`` clips long texts (None keeps
-    them whole, as snapshots need).
+    rest); tools are listed when they change. A ``model_response`` ends with the answer
+    fields the model set, in parentheses (``(finish_reason=length model=gpt-4o-mini)``;
+    nothing when it set none). ``max_text`` clips long texts (None keeps them whole, as
+    snapshots need).
 
     Example:
         >>> import loopsim

@@ -144,6 +144,8 @@ _TURN_KEYS = ("usage",)
 _RESPONSE_KEYS = (
     "response_id",
     "conversation_id",
+    "model",
+    "created_at",
     "finish_reason",
     "continuation_token",
     "additional_properties",
@@ -154,9 +156,9 @@ class TurnSpec(StrictModel):
     """One scripted model turn: exactly one of reply / tool_call / approval_request / failure.
 
     ``delay`` is the virtual time the model "thinks" before answering. ``response_id``,
-    ``conversation_id``, ``finish_reason``, ``continuation_token`` (a JSON object: a
-    background response in progress) and ``additional_properties`` set the answer's own
-    fields (not a failure's or a fault's).
+    ``conversation_id``, ``model``, ``created_at`` (text), ``finish_reason``,
+    ``continuation_token`` (a JSON object: a background response in progress) and
+    ``additional_properties`` set the answer's own fields (not a failure's or a fault's).
     """
 
     reply: Text | None = None
@@ -171,6 +173,8 @@ class TurnSpec(StrictModel):
     hosted_call: HostedCallSpec | list[HostedCallSpec] | None = None
     response_id: Name | None = None
     conversation_id: Name | None = None
+    model: Name | None = None
+    created_at: Name | None = None
     finish_reason: Name | None = None
     continuation_token: dict[str, JsonData] | None = None
     additional_properties: dict[str, JsonData] | None = None

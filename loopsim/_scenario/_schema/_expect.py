@@ -8,6 +8,7 @@ fields, so a typo cannot make ``count: 0`` pass vacuously.
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
@@ -25,9 +26,23 @@ SafetyOracle = Literal[SAFETY_ORACLES]  # type: ignore[valid-type] # a Literal o
 
 #: Transcript event kinds an ``events:`` count may name, with the fields ``where:`` may
 #: match (scalar fields only: ids of sessions and messages are the simulation's own).
+#: A model answer's JSON-object fields are matched whole (``{}`` or a mapping, or null
+#: for an answer that does not set it).
+OBJECT_FIELDS = frozenset(
+    {("model_response", "continuation_token"), ("model_response", "additional_properties")}
+)
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_request": ("agent",),
-    "model_response": ("agent", "response_id"),
+    "model_response": (
+        "agent",
+        "response_id",
+        "finish_reason",
+        "conversation_id",
+        "continuation_token",
+        "model",
+        "created_at",
+        "additional_properties",
+    ),
     "model_error": ("agent", "error", "message"),
     "tool_call": ("agent", "call_id", "name"),
     "tool_result": ("agent", "call_id", "name", "result", "error", "error_type"),
@@ -162,11 +177,19 @@ class EventCount(StrictModel):
             )
         for name, value in self.where.items():
             if name not in fields:
+                near = difflib.get_close_matches(name, fields, n=1)
                 raise PydanticCustomError(
                     "event_field",
-                    "events of kind {kind} have no field {name} to match; fields: {known}",
-                    {"kind": self.kind, "name": describe(name), "known": ", ".join(fields)},
+                    "events of kind {kind} have no field {name} to match{hint}; fields: {known}",
+                    {
+                        "kind": self.kind,
+                        "name": describe(name),
+                        "hint": f"; did you mean {describe(near[0])}?" if near else "",
+                        "known": ", ".join(fields),
+                    },
                 )
+            if isinstance(value, dict) and (self.kind, name) in OBJECT_FIELDS:
+                continue
             if isinstance(value, (dict, list)):
                 raise PydanticCustomError(
                     "event_field",
