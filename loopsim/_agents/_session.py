@@ -235,6 +235,17 @@ class AgentSession:
             service_session_id = conversation_service().new_conversation()
         self.service_session_id = service_session_id
 
+    @classmethod
+    def _fresh(cls) -> AgentSession:
+        """``AgentSession()`` without its checks: empty, ``in_memory``, the next id."""
+        session = object.__new__(cls)
+        session.session_id = _trace.next_id("session")
+        session.history_store = "in_memory"
+        session._messages = HistoryList()
+        session._state = {}
+        session.service_session_id = None
+        return session
+
     @property
     def state(self) -> dict[str, Any]:
         """JSON-safe data of the context providers, by source id; for an ``in_memory``
