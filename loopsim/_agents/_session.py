@@ -47,6 +47,7 @@ SESSION_TYPE = "session"  # upstream's
 
 
 _new_view = object.__new__
+_new_list = list.__new__
 
 
 class MessageView(Sequence[Message]):
@@ -241,7 +242,8 @@ class AgentSession:
         session = object.__new__(cls)
         session.session_id = _trace.next_id("session")
         session.history_store = "in_memory"
-        session._messages = HistoryList()
+        messages = session._messages = _new_list(HistoryList)  # empty: no __init__ to run
+        messages.first_control = None
         session._state = {}
         session.service_session_id = None
         return session
