@@ -226,7 +226,8 @@ def test_a_provider_reads_the_history_of_a_session_the_run_made(
     loopsim.simulate(main, backend=backend)
     # each iteration's session is its own: what the model was sent, then its answer
     expected = [
-        [*(m.text for m in r.messages), a] for r, a in zip(client.requests, "one two".split())
+        [*(m.text for m in r.messages), a]
+        for r, a in zip(client.requests, ["one", "two"], strict=False)
     ]
     assert expected[0] == ["go", "one"]
     assert provider.seen == expected
