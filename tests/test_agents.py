@@ -192,6 +192,47 @@ class NotesProvider(loopsim.ContextProvider):
         self.after.append(context.response.text)
 
 
+class HistoryPeekProvider(loopsim.ContextProvider):
+    """Reads the session's history after each run (the only reader of a run's own session)."""
+
+    def __init__(self) -> None:
+        super().__init__("peek")
+        self.seen: list[list[str]] = []
+
+    async def after_run(
+        self, *, agent: Any, session: Any, context: Any, state: dict[str, Any]
+    ) -> None:
+        self.seen.append([m.text for m in session.history()])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("looped", [False, True], ids=["plain", "middleware"])
+def test_a_provider_reads_the_history_of_a_session_the_run_made(
+    backend: str, stream: bool, looped: bool
+) -> None:
+    # a run given no session stores nothing only when nobody could read it: a provider can
+    client = ScriptedChatClient(["one", "two"])
+    provider = HistoryPeekProvider()
+    middleware = [loopsim.AgentLoopMiddleware(lambda iteration, **_: iteration < 2)]
+    agent = Agent(client, context_providers=[provider], middleware=middleware if looped else [])
+
+    async def main() -> None:
+        if stream:
+            async for _ in agent.run_stream("go"):
+                pass
+        else:
+            await agent.run("go")
+
+    loopsim.simulate(main, backend=backend)
+    # each iteration's session is its own: what the model was sent, then its answer
+    expected = [
+        [*(m.text for m in r.messages), a]
+        for r, a in zip(client.requests, ["one", "two"], strict=False)
+    ]
+    assert expected[0] == ["go", "one"]
+    assert provider.seen == expected
+
+
 def test_context_provider_adds_instructions_tools_and_messages_with_session_state(
     backend: str,
 ) -> None:

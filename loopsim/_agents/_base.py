@@ -282,8 +282,12 @@ class BaseAgent(StreamingRun):
 
     def create_session(self, *, session_id: str | None = None) -> AgentSession:
         """A new, empty session using this agent's history store (``session_id``: its id)."""
-        session = AgentSession(history_store=self.history_store, session_id=session_id)
-        _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
+        if session_id is None and self.history_store == "in_memory":
+            session = AgentSession._fresh()  # the usual one (a run given no session makes it)
+        else:
+            session = AgentSession(history_store=self.history_store, session_id=session_id)
+        if _trace.observed():
+            _trace.emit("session_created", agent=self._name or self._id, session=session.session_id)
         return session
 
     def get_session(

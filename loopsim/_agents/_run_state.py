@@ -382,9 +382,12 @@ class RunState:
         response_format = self.chat_options.response_format
         if response_format is not None:  # upstream: parsed from the last answer when read
             response._response_format = response_format
-        if not self.service:  # a service keeps the run's messages itself
-            session.add_messages(kept)
         providers = agent.context_providers
+        # A service keeps the run's messages itself. A session the run made for itself
+        # (none given) that no context provider saw is dropped after it (tools and
+        # middleware never see it): nobody could read what it would store.
+        if not self.service and (self.given or providers):
+            session.add_messages(kept)
         if providers:
             context = self.context
             if context is None:  # a provider was added during the run

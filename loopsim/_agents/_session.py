@@ -47,6 +47,7 @@ SESSION_TYPE = "session"  # upstream's
 
 
 _new_view = object.__new__
+_new_list = list.__new__
 
 
 class MessageView(Sequence[Message]):
@@ -234,6 +235,18 @@ class AgentSession:
         if history_store == "service_conversation" and service_session_id is None:
             service_session_id = conversation_service().new_conversation()
         self.service_session_id = service_session_id
+
+    @classmethod
+    def _fresh(cls) -> AgentSession:
+        """``AgentSession()`` without its checks: empty, ``in_memory``, the next id."""
+        session = object.__new__(cls)
+        session.session_id = _trace.next_id("session")
+        session.history_store = "in_memory"
+        messages = session._messages = _new_list(HistoryList)  # empty: no __init__ to run
+        messages.first_control = None
+        session._state = {}
+        session.service_session_id = None
+        return session
 
     @property
     def state(self) -> dict[str, Any]:

@@ -46,9 +46,9 @@ __all__ = [
 # slower than validation for these small models (measured, pydantic 2.14).
 
 _new_object = object.__new__
-_set_attribute = object.__setattr__
-# BaseModel's own slots, set through their descriptors: about twice as fast as
-# object.__setattr__, which looks each name up first (every model inherits these slots)
+# BaseModel's own slots (``__dict__`` among them), set through their descriptors: faster
+# than object.__setattr__, which looks each name up first (every model inherits them)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
@@ -63,7 +63,7 @@ def _built(
 ) -> _M:
     """``cls`` with ``values`` as validation would store them (``fields_set``: every key)."""
     obj = _new_object(cls)
-    _set_attribute(obj, "__dict__", values)
+    _set_dict(obj, values)
     _set_fields_set(obj, set(values) if fields_set is None else fields_set)
     _set_extra(obj, None)
     _set_private(obj, private)
@@ -130,6 +130,29 @@ def text_message(
     role: str, text: str, author_name: str | None = None, message_id: str | None = None
 ) -> Message:
     """``Message(role, [TextContent(text=text)], author_name=..., message_id=...)``."""
+    if (
+        type(text) is str
+        and type(role) is str
+        and _optional_str(author_name)
+        and _optional_str(message_id)
+    ):
+        # build_message's checks, minus the contents: this content is built right here
+        content = _built(
+            TextContent,
+            {"type": "text", "text": text, "annotations": [], "additional_properties": {}},
+            {"text"},
+        )
+        return _built(
+            Message,
+            {
+                "role": role,
+                "contents": [content],
+                "author_name": author_name,
+                "message_id": message_id,
+                "additional_properties": {},
+            },
+            {"role", "contents", "author_name", "message_id"},  # as Message(...) sets them
+        )
     return build_message(role, [text_content(text)], author_name, message_id)
 
 
@@ -202,6 +225,8 @@ class Message(BaseModel):
     @classmethod
     def user(cls, text: str, *, author_name: str | None = None) -> Message:
         """A user message holding ``text``."""
+        if cls is Message:  # _of_text, inlined: the loop makes a few of these per iteration
+            return text_message("user", text, author_name)
         return cls._of_text("user", text, author_name)
 
     @classmethod
