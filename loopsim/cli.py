@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._clients import ReplayChatClient
 from ._errors import ReplayMismatchError, ScenarioError
-from ._files import write_atomic
+from ._files import sync_folders, write_atomic
 from ._report._cli import add_report_parser
 from ._transcript._commands import Replayed, add_replay_parser, add_show_parser, cmd_show
 from ._transcript._commands import cmd_replay as transcript_replay
@@ -565,7 +565,10 @@ def _cli(argv: Sequence[str] | None) -> int:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
     try:
-        code = _main(argv)
+        try:
+            code = _main(argv)
+        finally:
+            sync_folders()  # every folder written into, flushed once (see write_atomic)
         sys.stdout.flush()  # inside the try: a closed pipe shows here, not at exit
     except BrokenPipeError:
         # The reader went away (`loopsim validate … | head -1`): stop quietly, as the

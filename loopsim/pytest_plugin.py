@@ -223,7 +223,9 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
     _fail_on_leftovers(session)
     result = yield
     _put_back(session.config, kept)
-    from . import _supervise  # noqa: PLC0415
+    from . import _files, _supervise  # noqa: PLC0415
+
+    _files.sync_folders()  # the transcripts' folders, once each (see write_atomic)
 
     _supervise.record_verdict(int(session.exitstatus))
     return result

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopsim._files import safe_file_stem, write_atomic
+from loopsim._files import safe_file_stem, sync_folders, write_atomic
 
 
 def test_writes_exact_utf8_text_and_creates_the_folder(tmp_path: Path) -> None:
@@ -134,3 +135,37 @@ def test_plain_names_are_kept_and_hostile_ones_stay_in_the_folder(tmp_path: Path
         written = write_atomic(tmp_path / f"{safe_file_stem(name)}.json", "{}")
         assert written.parent == tmp_path
     assert len(list(tmp_path.iterdir())) == 7
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Record every fsync: regular files by name, folders by path."""
+    seen: dict[str, list[str]] = {"files": [], "folders": []}
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        kind = "folders" if stat.S_ISDIR(os.fstat(fd).st_mode) else "files"
+        seen[kind].append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fds through /proc")
+def test_each_file_is_flushed_before_its_rename_and_each_folder_once_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sync_folders()  # whatever earlier tests left
+    seen = count_fsyncs(monkeypatch)
+    one, two = tmp_path / "one", tmp_path / "two"
+    for i in range(5):
+        write_atomic(one / f"{i}.txt", str(i))
+    write_atomic(two / "x.txt", "x")
+    write_atomic(one / "0.txt", "again")
+    assert len(seen["files"]) == 7  # every write flushes its file: the atomicity
+    assert all(Path(p).name.endswith(".tmp") for p in seen["files"])  # before the rename
+    assert seen["folders"] == []  # no folder fsync per file
+    sync_folders()
+    assert sorted(seen["folders"]) == sorted([str(one.resolve()), str(two.resolve())])
+    sync_folders()
+    assert len(seen["folders"]) == 2  # nothing written since: nothing to flush
