@@ -50,9 +50,10 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     fsync only makes the rename itself *durable* (after a crash the name shows the new
     file, not the old one); either outcome is whole, so it is not needed for atomicity.
     A suite writing a thousand transcripts into one folder paid that fsync a thousand
-    times (about 9% of the suite's CPU with ``--loopsim-transcripts``, more in wall time);
-    the folder is now flushed once, by :func:`sync_folders`, which the pytest plugin and
-    the CLI call when their run ends (and an ``atexit`` hook otherwise).
+    times (0.16 ms CPU per file, median of 9 paired rounds of 200 transcripts: about a
+    twentieth of a scenario item; more in wall time). For a test artifact, durability at
+    the end of the run is enough: the folder is flushed once, by :func:`sync_folders`,
+    which the pytest plugin and the CLI call when their run ends (else ``atexit``).
     """
     target = Path(path)
     folder = str(target.parent)
@@ -98,8 +99,12 @@ def sync_folders() -> None:
     files' contents were flushed before their renames already). Cheap when nothing was
     written; called at the end of a pytest session, of a CLI command, and at exit.
     """
-    while _unsynced:
-        _fsync_dir(Path(_unsynced.pop()))
+    while True:
+        try:
+            folder = _unsynced.pop()  # one at a time: a thread may be writing meanwhile
+        except KeyError:
+            return
+        _fsync_dir(Path(folder))
 
 
 _registered: list[bool] = []
