@@ -10,7 +10,8 @@ user evaluators and hand-built simulations alike.
 2. The caller's initial messages reach the inner agent exactly once unless fresh context
    is on (then at the start of every iteration). A request that continues a service-side
    conversation (``conversation_id``) holds only what the service has not seen: then the
-   input is sent once in all.
+   input is sent once in all. Within a run, the requests after an answer naming a
+   conversation hold only what came after it, and are not counted.
 3. Evaluators are asked in order; none after the first that continues; the loop stops
    (``evaluators_stopped``) only when all stop.
 4. An iteration with a pending approval request is the last, and no evaluator is asked
@@ -196,7 +197,7 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
                         )
                     )
                 continue
-            for request in requests:
+            for request in _whole_requests(items, run.loop):
                 seen = _count(request.data["messages"], initial) - before
                 if seen != 1:
                     problems.append(
@@ -208,6 +209,20 @@ def check_initial_messages(events: Sequence[Event], *, fresh_context: bool) -> l
                     )
                     break
     return problems
+
+
+def _whole_requests(items: Sequence[Event], agent: str) -> Iterator[Event]:
+    """``agent``'s requests in one iteration that send the whole history: not those after
+    an answer naming a conversation (``conversation_id``), which send only what came after
+    it (upstream's tool loop: the tool results, then what later rounds add)."""
+    continued = False
+    for event in items:
+        if event.data.get("agent") != agent:
+            continue
+        if event.kind == "model_response":
+            continued = continued or event.data.get("conversation_id") is not None
+        elif event.kind == "model_request" and not continued:
+            yield event
 
 
 def _first(run: _LoopRun, number: int) -> Event | None:

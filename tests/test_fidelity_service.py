@@ -2,8 +2,10 @@
 
 A client whose answer carries a ``conversation_id`` makes the session service-backed;
 later requests carry that id, and only the new messages when the service keeps the
-history (a client that stores by default). ``get_session(service_session_id)`` sends the
-id. Each test runs one program on loopsim's Agent and on agent_framework's.
+history (a client that stores by default). Within a run, the tool loop's request after
+an answer naming a conversation holds only the tool results, whatever the session keeps.
+``get_session(service_session_id)`` sends the id. Each test runs one program on loopsim's
+Agent and on agent_framework's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 
 import agent_framework as af
 import pytest
-from _af_fake import FakeAFChatClient, af_call
+from _af_fake import FakeAFChatClient, af_call, approval_answer
+from test_fidelity_streaming import AF_HARNESS_OFF
 
 import loopsim
 from loopsim import ChatResponse, FunctionCallContent, Message, ScriptedChatClient
@@ -224,3 +227,190 @@ def test_the_simulated_service_keeps_the_history_on_both_engines(kind: Any) -> N
         assert ids[0] != ids[1]
         assert ids[2] not in ids[:2]
         assert seen[2] == ["hi", "one", "other"]
+
+
+def mul(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+C, T = ("assistant", "function_call"), ("tool", "function_result")
+ASK = "function_approval_request"
+ADD_1 = ("c1", "add", {"a": 1, "b": 2})
+ADD_2 = ("c2", "add", {"a": 3, "b": 4})
+MUL_3 = ("c3", "mul", {"a": 5, "b": 6})
+#: a tool-loop run's answers, each naming a conversation or not; then its requests past
+#: the first ("first": as the run's first request was; C, T: a call and its results)
+IN_A_RUN: dict[str, tuple[list[tuple[Any, str | None]], list[tuple[Any, str | None]]]] = {
+    "one-round": ([(ADD_1, "conv-A"), ("3", None)], [([T], "conv-A")]),
+    "first-only": (
+        [(ADD_1, "conv-A"), (ADD_2, None), ("done", None)],
+        [([T], "conv-A"), ([T, C, T], "conv-A")],
+    ),
+    "both": (
+        [(ADD_1, "conv-A"), (ADD_2, "conv-A"), ("done", "conv-A")],
+        [([T], "conv-A"), ([T], "conv-A")],
+    ),
+    "another-id": (
+        [(ADD_1, "conv-A"), (ADD_2, "conv-B"), ("done", None)],
+        [([T], "conv-A"), ([T], "conv-B")],
+    ),
+    "second-only": (
+        [(ADD_1, None), (ADD_2, "conv-A"), ("done", None)],
+        [(["first", C, T], None), ([T], "conv-A")],
+    ),
+}
+
+
+class Model:
+    """A scripted model for either engine, answering a text or a call, naming a
+    conversation or not; the agent has ``add`` (asking approval if ``gated``) and ``mul``."""
+
+    def __init__(self, engine: str, answers: list[tuple[Any, str | None]], *, stores: bool):
+        self.engine = engine
+        if engine == "loopsim":
+            self.client: Any = ScriptedChatClient([_ls_reply(a, c) for a, c in answers])
+        else:
+            self.client = FakeAFChatClient([_af_reply(a, c) for a, c in answers])
+        if stores:
+            self.client.STORES_BY_DEFAULT = True
+
+    def agent(self, *, harness: bool, gated: bool) -> Any:
+        mode = "always_require" if gated else "never_require"
+        if self.engine == "loopsim":
+            tools: list[Any] = [loopsim.tool(add, approval_mode=mode), loopsim.tool(mul)]
+            if harness:
+                return loopsim.create_harness_agent(self.client, name="a", tools=tools)
+            return loopsim.Agent(self.client, name="a", tools=tools)
+        tools = [af.tool(add, approval_mode=mode), af.tool(mul)]
+        if harness:
+            return af.create_harness_agent(self.client, name="a", tools=tools, **AF_HARNESS_OFF)
+        return af.Agent(client=self.client, name="a", tools=tools)
+
+    sent = Fake.sent
+
+
+def _ls_reply(answer: Any, conversation_id: str | None) -> ChatResponse:
+    if isinstance(answer, tuple):
+        call = FunctionCallContent(call_id=answer[0], name=answer[1], arguments=answer[2])
+        message = Message("assistant", [call])
+    else:
+        message = Message.assistant(answer)
+    return ChatResponse([message], conversation_id=conversation_id)
+
+
+def _af_reply(answer: Any, conversation_id: str | None) -> af.ChatResponse[Any]:
+    if isinstance(answer, tuple):
+        message = af_call(answer[0], answer[1], **answer[2])
+    else:
+        message = af.Message(role="assistant", contents=[answer])
+    return af.ChatResponse(messages=[message], conversation_id=conversation_id)
+
+
+APPROVE = "<approve>"  # a run answering the open approval request (yes)
+
+
+def _conversation_in_a_run(
+    engine: str,
+    answers: list[tuple[Any, str | None]],
+    inputs: tuple[str, ...] = ("hi", "add", "more"),
+    *,
+    stores: bool = False,
+    stream: bool = False,
+    harness: bool = False,
+    gated: bool = False,
+) -> tuple[Any, ...]:
+    """Runs on one session, each given an input (or answering an approval): the session's
+    service id after each run, and every request (messages, conversation id)."""
+    model = Model(engine, [("one", None), *answers, ("later", None)], stores=stores)
+    agent = model.agent(harness=harness, gated=gated)
+
+    async def run(message: Any, session: Any) -> Any:
+        if not stream:
+            return await agent.run(message, session=session)
+        response = agent.run(message, session=session, stream=True)
+        async for _ in response:
+            pass
+        return await response.get_final_response()
+
+    async def main() -> list[str | None]:
+        session = agent.create_session()
+        ids, response = [], None
+        for text in inputs:
+            message: Any = text
+            if text == APPROVE:
+                assert response is not None
+                request = next(c for m in response.messages for c in m.contents if c.type == ASK)
+                message = approval_answer(engine, request, True)
+            response = await run(message, session)
+            ids.append(session.service_session_id)
+        return ids
+
+    return loopsim.simulate(main), model.sent()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("stores", [False, True], ids=["local-history", "service-stores"])
+@pytest.mark.parametrize("case", list(IN_A_RUN))
+def test_an_answer_naming_a_conversation_trims_the_next_request_of_the_run(
+    case: str, stores: bool, stream: bool
+) -> None:
+    answers, later = IN_A_RUN[case]
+    ours = _conversation_in_a_run("loopsim", answers, stores=stores, stream=stream)
+    theirs = _conversation_in_a_run("agent_framework", answers, stores=stores, stream=stream)
+    assert ours == theirs
+    ids, sent = ours
+    named = next(c for _, c in reversed(later) if c is not None)
+    assert ids == [None, named, named]  # the session takes the answer's conversation
+    # the service keeps the history, or the run sends the local one first
+    first = [("user", "add")] if stores else [("user", "hi"), ("assistant", "one"), ("user", "add")]
+    assert sent[1] == (first, None)
+    # after an answer naming a conversation: its tool results only, then as usual
+    assert sent[2:-1] == [
+        ([m for part in messages for m in (first if part == "first" else [part])], c)
+        for messages, c in later
+    ]
+    # the next run: the conversation named; a local history (each round's call and
+    # results kept) sent again
+    more = [("user", "more")]
+    if not stores:
+        more = [*first, *[C, T] * len(later), ("assistant", answers[-1][0]), *more]
+    assert sent[-1] == (more, named)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+def test_a_harness_trims_the_next_request_as_an_agent_does(harness: bool, stream: bool) -> None:
+    # a harness keeps its history per model call: upstream allows an answer naming a
+    # conversation only when the service keeps the history
+    answers, later = IN_A_RUN["first-only"]
+    kwargs: dict[str, Any] = {"stream": stream, "harness": harness, "stores": True}
+    ours = _conversation_in_a_run("loopsim", answers, **kwargs)
+    theirs = _conversation_in_a_run("agent_framework", answers, **kwargs)
+    assert ours == theirs
+    ids, sent = ours
+    assert ids == [None, "conv-A", "conv-A"]
+    assert sent[2:-1] == later
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("harness", [False, True], ids=["agent", "harness"])
+def test_a_run_answering_an_approval_trims_after_an_answer_naming_a_conversation(
+    harness: bool, stream: bool
+) -> None:
+    # "add" asks approval: its run ends at the call (whose answer names conv-A); the next
+    # run answers it, add runs, then mul runs in a round whose answer names conv-B
+    answers: list[tuple[Any, str | None]] = [(ADD_1, "conv-A"), (MUL_3, "conv-B"), ("done", None)]
+    inputs = ("hi", "add", APPROVE, "more")
+    # (a harness only where the service keeps the history, as above)
+    kwargs: dict[str, Any] = {"stream": stream, "harness": harness, "stores": harness}
+    kwargs["gated"] = True
+    ours = _conversation_in_a_run("loopsim", answers, inputs, **kwargs)
+    theirs = _conversation_in_a_run("agent_framework", answers, inputs, **kwargs)
+    assert ours == theirs
+    ids, sent = ours
+    assert ids == [None, "conv-A", "conv-B", "conv-B"]
+    # the answering run's first request continues conv-A (the session's); past mul's
+    # round, whose answer names conv-B, only its results
+    assert sent[2][1] == "conv-A"
+    assert sent[3] == ([T], "conv-B")

@@ -3,7 +3,7 @@ satisfies all of them)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -19,6 +19,7 @@ from loopsim._invariants import (
     check_restart,
     check_waits,
 )
+from loopsim._scenario import load_scenario_text, run_scenario
 from loopsim._trace import Event
 
 LOOP = "writer"
@@ -421,3 +422,43 @@ def test_8_ids_used_twice() -> None:
         "invariant 8: response id resp-0001 was used twice",
         "invariant 8: message id msg-0001 was used twice",
     ]
+
+
+LOOP_NAMING_A_CONVERSATION = """\
+version: 1
+agents:
+  writer:
+    script:
+      - tool_call: {name: add, arguments: {a: 2, b: 3}}
+        conversation_id: conv-1
+      - tool_call: {name: add, arguments: {a: 1, b: 1}}
+      - reply: a first draft
+      - tool_call: {name: add, arguments: {a: 2, b: 3}}
+        conversation_id: conv-1
+      - reply: the final text DONE
+    tools:
+      add: {result: 5}
+parent: {agent: writer}
+loop:
+  evaluators:
+    - completion_marker: DONE
+steps:
+  - run: write
+expect:
+  iterations: 2
+"""
+
+
+@pytest.mark.parametrize("engine", ["loopsim", "agent_framework"])
+def test_2_requests_after_an_answer_naming_a_conversation_hold_no_input(
+    engine: Literal["loopsim", "agent_framework"],
+) -> None:
+    # Within each run, the requests after the answer naming conv-1 hold only the tool
+    # results and what follows them (upstream's tool loop), the second one too although
+    # its answer names no conversation: none of them is counted as sending the input.
+    loaded = load_scenario_text(LOOP_NAMING_A_CONVERSATION, path="x.loopsim.yaml")
+    result = run_scenario(loaded, engine=engine)
+    assert [f.render(result.path) for f in result.failures] == []
+    requests = [e for e in result.transcript.events if e.kind == "model_request"]
+    assert [len(e.data["messages"]) for e in requests] == [1, 1, 3, 7, 1]
+    assert check_initial_messages(result.transcript.events, fresh_context=False) == []

@@ -135,20 +135,21 @@ def test_a_real_recording_replays_into_the_agent_framework_engine(
     async def main() -> str:
         return str((await agent.run(QUESTION)).text)
 
-    if api == "responses":
-        # The recorded answer names its conversation (the Responses API's response id),
-        # and the replay gives it back as the service did: agent_framework's agent then
-        # continues that conversation, sending only the tool's result, where loopsim's
-        # recorded agent resent the whole history. A replay that hid the id would let
-        # the two agree, by giving the code under test less than production gives it.
-        with pytest.raises(loopsim.ReplayMismatchError) as raised:
-            loopsim.simulate(main)
-        assert 'live:     message[0] tool: add result #call_add = "5"' in str(raised.value)
-        return
     # Both engines send a tool's result as the text the model reads ("5"), and name the
     # agent on the messages they keep: the real agent sends exactly the recorded requests.
     assert loopsim.simulate(main) == "2 + 3 = 5"
     replay.assert_all_played()  # both recorded turns answered, none left over
+    second = replay.requests[1]
+    if api == "responses":
+        # The recorded answers name their conversation (the Responses API's response id),
+        # and the replay gives it back as the service did: both engines continue that
+        # conversation within the run, sending only the tool's result (with its call's
+        # vendor properties), so loopsim's recorded requests are the real agent's too.
+        assert [m.role for m in second.messages] == ["tool"]
+        assert second.options.conversation_id == "resp_1"
+    else:  # no conversation named: the history is sent again
+        assert [m.role for m in second.messages] == ["user", "assistant", "tool"]
+        assert second.options.conversation_id is None
 
 
 @pytest.fixture

@@ -539,6 +539,9 @@ class Agent(BaseAgent):
                 )
             else:
                 result = FunctionResultContent(call_id=call.call_id, result=_tool_text(value))
+        if call.additional_properties:
+            # upstream: every result carries its call's properties (a vendor's item id)
+            result.additional_properties = dict(call.additional_properties)
         # A tool that raised, or never ran (refused arguments), returned nothing: its record
         # has no result, the error's text, and the class name of what the tool raised (the
         # model reads the fixed error text in the next request); a scenario fails on
@@ -565,12 +568,13 @@ class Agent(BaseAgent):
             if approval.approved:
                 results.append(await self._call_tool(approval.function_call, options, session))
             else:
-                results.append(
-                    FunctionResultContent(
-                        call_id=approval.function_call.call_id,
-                        result=WORDING["agent.tool.rejected"],
-                    )
+                call = approval.function_call
+                rejected = FunctionResultContent(
+                    call_id=call.call_id, result=WORDING["agent.tool.rejected"]
                 )
+                if call.additional_properties:  # as for a result of a call that ran
+                    rejected.additional_properties = dict(call.additional_properties)
+                results.append(rejected)
         return Message("tool", results)  # upstream leaves a tool message without an id
 
 

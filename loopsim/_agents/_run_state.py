@@ -62,9 +62,10 @@ class RunState:
         "produced",
         "response_id",
         "sent_from",
-        "served",
         "service",
         "session",
+        "start",
+        "trim",
         "usage",
     )
 
@@ -96,8 +97,11 @@ class RunState:
         self.sent_from = 0
         self.given = given
         self.client, self.service = _service_mode(agent, session)
-        #: a service-backed run: how many of this run's messages the service already has
-        self.served = 0
+        #: where the next request starts in the run's whole message list: past what a
+        #: service-side conversation already holds (upstream's tool loop)
+        self.start = 0
+        #: the last answer named a conversation: the next request sends only its last message
+        self.trim = False
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -197,15 +201,17 @@ class RunState:
     def request(self) -> MessageView:
         """This round's request (history, then prefix and what the run produced), reported.
 
-        A service-backed run sends what the service has not seen yet: the first request
-        the context messages and the input, each later one the run's newer messages.
+        Upstream's tool loop: after an answer naming a conversation (``conversation_id``)
+        the next request is only the last message so far (the tool results: the service
+        has the rest), and each later one extends that request as usual, whether the run
+        keeps a local history or not.
         """
         request = self.history.followed_by((*self.prefix, *self.produced[self.sent_from :]))
-        if self.service:
-            total = len(request)
-            if self.served:
-                request = MessageView((), 0, request[self.served :])
-            self.served = total
+        if self.trim:
+            self.trim = False
+            self.start = len(request) - 1
+        if self.start:
+            request = MessageView((), 0, request[self.start :])
         if self.later_history is not None:
             # a harness agent: context messages reach only the run's first model call
             self.history, self.later_history = self.later_history, None
@@ -287,13 +293,14 @@ class RunState:
             self.usage = usage if self.usage is None else self.usage + usage
         self.response_id = chat_response.response_id or self.response_id
         self.answer = chat_response
-        if self.service:  # the service has its own answer: it is never sent back
-            self.served += len(chat_response.messages)
         conversation_id = chat_response.conversation_id
-        if conversation_id is not None and conversation_id != self.chat_options.conversation_id:
-            # upstream: the answer's conversation is the session's, and the next request of
-            # this run continues it
-            self.chat_options = replace(self.chat_options, conversation_id=conversation_id)
+        # upstream: an answer naming a conversation trims the next request of this run
+        self.trim = conversation_id is not None
+        if conversation_id is not None:
+            # the answer's conversation is the run's (the next request names it) and the
+            # session's
+            if conversation_id != self.chat_options.conversation_id:
+                self.chat_options = replace(self.chat_options, conversation_id=conversation_id)
             self.session.service_session_id = conversation_id
         return [
             c
