@@ -138,9 +138,8 @@ def diff_transcripts(expected: Transcript, actual: Transcript) -> Divergence | N
         b = right[index] if index < len(right) else None
         if a is not None and b is not None and same(a, b):
             context.append(f"  {_line(a, tails_a)}")
-            describe_event(
-                b, tails_b, answer_fields=False
-            )  # keeps the live side's "new tail" state in step
+            # keeps the live side's "new tail" state in step
+            describe_event(b, tails_b, answer_fields=False)
             context = context[-_CONTEXT:]
             continue
         line_a, line_b = _line(a, tails_a), _line(b, tails_b)

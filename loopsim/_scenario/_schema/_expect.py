@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..._clients._recording import ANSWER_FIELDS
 from ..._oracles import SAFETY_ORACLES
 from ._base import TASK_STATUSES, Count, Flag, Name, Seconds, StrictModel, Text, describe
 from ._trajectory import StepPatternSpec, TrajectorySpec, check_never_steps
@@ -33,16 +34,7 @@ OBJECT_FIELDS = frozenset(
 )
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "model_request": ("agent",),
-    "model_response": (
-        "agent",
-        "response_id",
-        "finish_reason",
-        "conversation_id",
-        "continuation_token",
-        "model",
-        "created_at",
-        "additional_properties",
-    ),
+    "model_response": ("agent", "response_id", *ANSWER_FIELDS),
     "model_error": ("agent", "error", "message"),
     "tool_call": ("agent", "call_id", "name"),
     "tool_result": ("agent", "call_id", "name", "result", "error", "error_type"),
