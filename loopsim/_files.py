@@ -86,8 +86,6 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    if not _unsynced:
-        _register_sync()
     _unsynced.add(folder)
     return target
 
@@ -107,15 +105,10 @@ def sync_folders() -> None:
         _fsync_dir(Path(folder))
 
 
-_registered: list[bool] = []
-
-
-def _register_sync() -> None:
-    # A fallback for library use (write_transcript from a user's script); the front ends
-    # call sync_folders themselves, since a supervised child ends with os._exit.
-    if not _registered:
-        _registered.append(True)
-        atexit.register(sync_folders)
+# A fallback for library use (write_transcript from a user's script): the front ends call
+# sync_folders themselves, since a supervised child ends with os._exit. Nothing to do at
+# exit when nothing was written.
+atexit.register(sync_folders)
 
 
 def _remove_stale(folder: Path) -> None:

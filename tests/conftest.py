@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,12 @@ from hypothesis import HealthCheck, settings
 # Imported before any in-process pytester run: pytester drops the modules a nested run
 # imported, so agent_framework modules first imported there would come back as second
 # copies (other classes) in later tests, and the agent_framework engine tests then fail
-# by test order alone (seen under xdist after tests/plugin/test_collection.py).
+# by test order alone (seen under xdist after tests/plugin/test_collection.py). The same
+# holds for loopsim's lazily imported modules: loopsim keeps the names it resolved, so a
+# second inline run paired a new Transcript class with the old one (the snapshot tests
+# failed when run alone).
+import loopsim.testing
+
 with contextlib.suppress(ImportError):
     import agent_framework
 
@@ -146,3 +152,25 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
         for reason in reasons:
             terminalreporter.write_line(reason)
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Every ``os.fsync`` of the test (earlier tests' folders flushed first), by the path of what it flushed: regular files
+    under ``"files"``, folders under ``"folders"`` (the paths are read through
+    ``/proc/self/fd``: Linux only)."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("names file descriptors through /proc/self/fd")
+    from loopsim._files import sync_folders
+
+    sync_folders()  # what earlier tests wrote is not this test's
+    seen: dict[str, list[str]] = {"files": [], "folders": []}
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        kind = "folders" if stat.S_ISDIR(os.fstat(fd).st_mode) else "files"
+        seen[kind].append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return seen

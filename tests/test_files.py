@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import loopsim
 from loopsim._files import safe_file_stem, sync_folders, write_atomic
 
 
@@ -137,26 +137,10 @@ def test_plain_names_are_kept_and_hostile_ones_stay_in_the_folder(tmp_path: Path
     assert len(list(tmp_path.iterdir())) == 7
 
 
-def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Record every fsync: regular files by name, folders by path."""
-    seen: dict[str, list[str]] = {"files": [], "folders": []}
-    real = os.fsync
-
-    def counting(fd: int) -> None:
-        kind = "folders" if stat.S_ISDIR(os.fstat(fd).st_mode) else "files"
-        seen[kind].append(str(Path(f"/proc/self/fd/{fd}").readlink()))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", counting)
-    return seen
-
-
-@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fds through /proc")
 def test_each_file_is_flushed_before_its_rename_and_each_folder_once_at_the_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fsyncs: dict[str, list[str]]
 ) -> None:
-    sync_folders()  # whatever earlier tests left
-    seen = count_fsyncs(monkeypatch)
+    seen = fsyncs
     one, two = tmp_path / "one", tmp_path / "two"
     for i in range(5):
         write_atomic(one / f"{i}.txt", str(i))
@@ -169,3 +153,33 @@ def test_each_file_is_flushed_before_its_rename_and_each_folder_once_at_the_end(
     assert sorted(seen["folders"]) == sorted([str(one.resolve()), str(two.resolve())])
     sync_folders()
     assert len(seen["folders"]) == 2  # nothing written since: nothing to flush
+
+
+EXITING = """
+import os, stat, sys
+real = os.fsync
+def counting(fd):
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        print("folder", os.readlink(f"/proc/self/fd/{fd}"), flush=True)
+    real(fd)
+os.fsync = counting
+from loopsim._files import write_atomic
+write_atomic(sys.argv[1], "written by a script")
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names fds through /proc")
+def test_a_script_that_writes_and_exits_has_its_folder_flushed_at_exit(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "t.json"
+    done = subprocess.run(  # noqa: S603 - our own program, run by this interpreter
+        [sys.executable, "-c", EXITING, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(loopsim.__file__).parents[1])},
+    )
+    # no folder flush per write; one when the interpreter exits
+    assert done.stdout.splitlines() == ["exiting", f"folder {target.parent.resolve()}"]
+    assert target.read_text() == "written by a script"
