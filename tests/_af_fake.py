@@ -73,6 +73,17 @@ class FakeAFChatClient(
         return af.ResponseStream(updates(), finalizer=af.ChatResponse.from_updates)
 
 
+async def run_agent(agent: Any, message: Any, session: Any, *, stream: bool) -> Any:
+    """``agent.run(message, session=session)``, or the same run streamed to its end: the
+    final response either way (both engines' agents take ``stream=True``)."""
+    if not stream:
+        return await agent.run(message, session=session)
+    response = agent.run(message, session=session, stream=True)
+    async for _ in response:
+        pass
+    return await response.get_final_response()
+
+
 def af_call(call_id: str, name: str, **arguments: Any) -> af.Message:
     """An assistant message asking for one function call."""
     return af.Message(

@@ -14,7 +14,7 @@ from typing import Any
 
 import agent_framework as af
 import pytest
-from _af_fake import FakeAFChatClient, af_call, approval_answer
+from _af_fake import FakeAFChatClient, af_call, approval_answer, run_agent
 from test_fidelity_streaming import AF_HARNESS_OFF
 
 import loopsim
@@ -326,12 +326,7 @@ def _conversation_in_a_run(
     agent = model.agent(harness=harness, gated=gated)
 
     async def run(message: Any, session: Any) -> Any:
-        if not stream:
-            return await agent.run(message, session=session)
-        response = agent.run(message, session=session, stream=True)
-        async for _ in response:
-            pass
-        return await response.get_final_response()
+        return await run_agent(agent, message, session, stream=stream)
 
     async def main() -> list[str | None]:
         session = agent.create_session()

@@ -24,7 +24,14 @@ from typing import Any
 
 import agent_framework as af
 import pytest
-from _af_fake import FakeAFChatClient, af_call, approval_answer, sent_messages, stored_messages
+from _af_fake import (
+    FakeAFChatClient,
+    af_call,
+    approval_answer,
+    run_agent,
+    sent_messages,
+    stored_messages,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -237,12 +244,7 @@ def _approval_harness(engine: str, second: str, *, stream: bool) -> tuple[list[K
         agent = af.create_harness_agent(client, name="h", tools=[gated], **AF_HARNESS_OFF)
 
     async def run(message: Any, session: Any) -> Any:
-        if not stream:
-            return await agent.run(message, session=session)
-        response = agent.run(message, session=session, stream=True)
-        async for _ in response:
-            pass
-        return await response.get_final_response()
+        return await run_agent(agent, message, session, stream=stream)
 
     async def main() -> Any:
         session = agent.create_session()

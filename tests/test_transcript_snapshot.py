@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-# Loaded here, outside the inline runs: pytester removes the modules a run imported when
-# it ends, and loopsim's lazy package keeps the names it resolved, so a second run would
-# otherwise pair a new Transcript class with the old one (the test passed only after
-# other tests had imported these).
-import loopsim.testing  # noqa: F401 - see above
-
 pytest_plugins = ["pytester"]
 
 TEST_FILE = """
