@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import loopsim
 from loopsim import _trace
 from loopsim._agents._approvals import HistoryList, first_control, has_controls
+from loopsim._agents._session import AgentSession
 from loopsim._clients._base import _stamp_ids
 from loopsim._messages import (
     AgentResponse,
@@ -203,6 +204,23 @@ def test_the_class_cache_tells_approval_contents_from_others() -> None:
     history.extend([own_text, own_request])
     assert history.first_control == 2
     assert HistoryList().first_control is None
+
+
+def test_a_fresh_session_is_the_constructed_one() -> None:
+    # create_session's fast path for the usual session (no id, in memory) and the
+    # constructor set every slot alike, the session id apart (each draws the next one)
+    def state(session: AgentSession) -> dict[str, Any]:
+        return {name: getattr(session, name) for name in AgentSession.__slots__}
+
+    slow, fast = AgentSession(), AgentSession._fresh()
+    made = loopsim.Agent(loopsim.ScriptedChatClient([])).create_session()
+    assert fast.session_id != slow.session_id
+    for session in (fast, made):
+        assert type(session._messages) is HistoryList
+        assert session._messages.first_control is slow._messages.first_control is None
+        assert {**state(session), "session_id": None} == {**state(slow), "session_id": None}
+    fast.add_messages([Message.user("hi")])  # its history works as a constructed one's
+    assert [m.text for m in fast.history()] == ["hi"]
 
 
 # -- ids and replies ----------------------------------------------------------------------
