@@ -41,6 +41,8 @@ __all__ = ["WORDING", "agrees", "match", "normalize", "refused_arguments", "say"
 WORDING: dict[str, str] = {
     # -- the chat agent's tool loop ---------------------------------------------------------
     "agent.tool.unknown": 'Error: no tool called "{name}" is available.',
+    # beside that result (test-facing): what the run offered instead
+    "agent.tool.unknown_detail": "unknown tool '{name}'; tools offered this turn: {offered}",
     "agent.tool.failed": "Error: the tool raised an exception.",
     "agent.tool.bad_arguments": "Error: the arguments do not fit the tool.",
     "agent.tool.rejected": "Error: a human declined to run this tool call.",
@@ -348,12 +350,18 @@ def _refused_facts(text: str) -> list[str] | None:
     return [found.group("tool"), *(p for p in paths if p != _WHOLE)]
 
 
+#: Fields of a template that carry loopsim's own detail, which upstream's text for the
+#: same fact does not give (so :func:`agrees` does not look for them there).
+DETAIL_FIELDS: dict[str, frozenset[str]] = {"agent.tool.unknown_detail": frozenset({"offered"})}
+
+
 def agrees(ours: str, theirs: str) -> bool:
     """True when ``theirs`` (the other engine's text) carries the facts of ``ours``.
 
     ``ours`` must be a built-in engine text: either made from a WORDING template — then
     ``theirs`` must agree on being an error (the ``Error:`` prefix) and contain every field
-    value, in the same order — or made by :func:`refused_arguments` — then ``theirs`` must
+    value (of a template in :data:`DETAIL_FIELDS`, the fields that are not loopsim's own
+    detail), each not as part of a longer word, in the same order — or made by :func:`refused_arguments` — then ``theirs`` must
     name the same tool and each refused argument, in the same order — or neither, and then
     equal to ``theirs``.
     """
@@ -364,13 +372,21 @@ def agrees(ours: str, theirs: str) -> bool:
             return ours == theirs
         values: Sequence[str] = facts
     else:
-        values = list(found[1].values())
+        key, fields = found
+        detail = DETAIL_FIELDS.get(key, frozenset())
+        values = [value for name, value in fields.items() if name not in detail]
     if ours.startswith("Error:") != theirs.startswith("Error:"):
         return False
     pos = 0
     for value in values:
-        at = theirs.find(value, pos)
-        if at < 0:
+        found = _whole(value).search(theirs, pos)
+        if found is None:
             return False
-        pos = at + len(value)
+        pos = found.end()
     return True
+
+
+@lru_cache(maxsize=1024)
+def _whole(value: str) -> re.Pattern[str]:
+    """``value`` not as part of a longer word (a tool ``c`` is not in ``Function``)."""
+    return re.compile(rf"(?<!\w){re.escape(value)}(?!\w)" if value else "")

@@ -89,3 +89,20 @@ def test_the_harness_default_store_is_built_where_loopsim_marks_it() -> None:
     assert callable(getattr(importlib.import_module(module_name), function_name))
     store = af.FileSystemAgentFileStore("somewhere")
     assert "somewhere" in str(getattr(store, _upstream.STORE_ROOT_ATTRIBUTE))
+
+
+def test_the_function_layer_answers_an_unknown_tool_where_loopsim_wraps_it() -> None:
+    # zero-touch tracing records a call of an unknown tool around this function: its
+    # keywords must still be the ones the wrapper reads
+    from loopsim.agent_framework._tracing import _WRAPPED, ToolTraceMiddleware
+
+    module_name, name = _upstream.TOOL_INVOKER
+    wrapped = getattr(importlib.import_module(module_name), name)
+    parameters = inspect.signature(getattr(wrapped, _WRAPPED)).parameters
+    for keyword in ("function_call_content", "tool_map", "invocation_session"):
+        assert keyword in parameters, keyword
+    assert "middleware_pipeline" in parameters
+    pipeline = importlib.import_module("agent_framework._middleware").FunctionMiddlewarePipeline
+    traced = ToolTraceMiddleware()
+    assert _upstream.traced_pipeline(pipeline(traced), ToolTraceMiddleware)
+    assert not _upstream.traced_pipeline(pipeline(), ToolTraceMiddleware)

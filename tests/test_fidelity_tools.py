@@ -13,10 +13,12 @@ from typing import Any
 import agent_framework as af
 import pytest
 from _af_fake import FakeAFChatClient, af_call
+from hypothesis import given
+from hypothesis import strategies as st
 
 import loopsim
 from loopsim import FunctionCallContent, FunctionResultContent, Message, ScriptedChatClient
-from loopsim._wording import WORDING, agrees, match
+from loopsim._wording import WORDING, agrees, match, say
 
 pytestmark = pytest.mark.filterwarnings(
     # upstream marks its harness classes experimental; that warning is not what we test
@@ -265,3 +267,88 @@ def test_past_a_tool_loop_limit_the_last_request_lists_the_tools_with_tool_choic
     ls_tools = [r.options.tool_names for r in ls_client.requests]
     af_tools = [[t.name for t in r[1]["tools"]] for r in af_client.requests]
     assert ls_tools == af_tools == [["boom", "add"]] * 3
+
+
+def _two_calls(first: str) -> Message:
+    calls = [
+        FunctionCallContent(call_id="c-nope", name="nope", arguments={"x": 1}),
+        FunctionCallContent(call_id="c-add", name="add", arguments={"a": 1, "b": 2}),
+    ]
+    return Message("assistant", calls if first == "nope" else calls[::-1])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("first", ["nope", "add"])
+def test_a_call_of_an_unknown_tool_is_recorded_alike_on_both_engines(
+    first: str, stream: bool
+) -> None:
+    # upstream's function layer answers it without running function middleware, so
+    # loopsim's tool tracing records it where that answer is made
+    from _af_fake import run_agent
+
+    from loopsim._scenario._compare import compare_engines
+    from loopsim.agent_framework import as_chat_client
+
+    def script() -> ScriptedChatClient:
+        return ScriptedChatClient([_two_calls(first), "ok"])
+
+    agents = [
+        loopsim.Agent(script(), tools=[loopsim.tool(add)], name="a"),
+        af.Agent(client=as_chat_client(script()), tools=[af.tool(add)], name="a"),
+    ]
+    transcripts = []
+    for agent in agents:
+
+        async def main(agent: Any = agent) -> Any:
+            return await run_agent(agent, "go", agent.create_session(), stream=stream)
+
+        transcripts.append(loopsim.record(main)[1])
+    order = ["c-nope", "c-add"] if first == "nope" else ["c-add", "c-nope"]
+    for transcript in transcripts:
+        calls = [e.data for e in transcript.events if e.kind == "tool_call"]
+        assert [c["call_id"] for c in calls] == order
+        unknown = next(c for c in calls if c["name"] == "nope")
+        assert unknown["arguments"] == {"x": 1}
+        results = {e.data["call_id"]: e.data for e in transcript.events if e.kind == "tool_result"}
+        assert results["c-add"]["error"] is None
+        assert "nope" in str(results["c-nope"]["error"])
+        assert str(results["c-nope"]["result"]).startswith("Error:")
+    assert compare_engines(*transcripts) is None
+
+
+def test_an_unknown_tool_is_not_recorded_where_no_tool_is_traced() -> None:
+    # a client of the user's own, without loopsim's tool tracing: neither the known nor the
+    # unknown tool's call is recorded (one rule for both)
+    client = FakeAFChatClient(
+        [
+            af.Message(
+                role="assistant",
+                contents=[
+                    af.Content.from_function_call(call_id="c1", name="nope", arguments={}),
+                    af.Content.from_function_call(
+                        call_id="c2", name="add", arguments={"a": 1, "b": 2}
+                    ),
+                ],
+            ),
+            "ok",
+        ]
+    )
+    agent = af.Agent(client=client, tools=[af.tool(add)], name="a")
+    response, transcript = loopsim.record(agent.run, "go")
+    assert response.text == "ok"
+    assert [e.kind for e in transcript.events if e.kind.startswith("tool_")] == []
+
+
+@given(
+    name=st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+    other=st.from_regex(r"[A-Z]{1,12}", fullmatch=True),
+    offered=st.lists(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), max_size=3),
+)
+def test_an_unknown_tool_error_agrees_by_the_tool_name_only(
+    name: str, other: str, offered: list[str]
+) -> None:
+    # the tools offered are loopsim's own detail; upstream's text names the tool only
+    ours = say("agent.tool.unknown_detail", name=name, offered=", ".join(offered) or "none")
+    assert agrees(ours, f"'Function \"{name}\" not found.'")
+    assert not agrees(ours, f"'Function \"{other}\" not found.'")
+    assert not agrees(ours, f'Error: Function "{name}" not found.')  # an error result

@@ -520,7 +520,7 @@ class Agent(BaseAgent):
             result = FunctionResultContent(
                 call_id=call.call_id,
                 result=say("agent.tool.unknown", name=call.name),
-                error=f"unknown tool {call.name!r}; tools offered this turn: {offered}",
+                error=say("agent.tool.unknown_detail", name=call.name, offered=offered),
             )
         else:
             # Upstream's shape for a failed call: a fixed error text as the result the model

@@ -3,7 +3,9 @@
 * model_request / model_response / model_error: the chat-client adapter
   (``LoopsimChatClient``) reports each model call it answers.
 * tool_call / tool_result: :class:`ToolTraceMiddleware`, a function middleware that every
-  ``LoopsimChatClient`` adds while a transcript is recorded.
+  ``LoopsimChatClient`` adds while a transcript is recorded. A call of a tool the run does
+  not have never reaches function middleware: :func:`install_auto_instrument` also wraps
+  the function layer's call of one tool, to record those (where the middleware is there).
 * session_created, task_status: :class:`RunTraceMiddleware`, an agent middleware that
   :func:`instrument` appends to an agent; after every run and every tool call it compares
   each BackgroundAgentsProvider's task records in the session with what it last saw.
@@ -22,6 +24,7 @@ agents internally needs no :func:`instrument` call. Unrecorded runs are left alo
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -35,7 +38,14 @@ from .._agents._base import maybe_await
 from .._clock import loop_iteration
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
-from ._upstream import MIDDLEWARE_RUN_LAYER, in_flight_task, is_argument_error, provider_agents
+from ._upstream import (
+    MIDDLEWARE_RUN_LAYER,
+    TOOL_INVOKER,
+    in_flight_task,
+    is_argument_error,
+    provider_agents,
+    traced_pipeline,
+)
 
 __all__ = [
     "RunTraceMiddleware",
@@ -534,3 +544,50 @@ def install_auto_instrument() -> None:
 
     setattr(run, _WRAPPED, original)
     MIDDLEWARE_RUN_LAYER.run = run
+    _install_unknown_tool_trace()
+
+
+def _install_unknown_tool_trace() -> None:
+    """Record a call of a tool the run does not have, as the built-in engine does: the
+    function layer answers it with its own error result, which no middleware sees."""
+    module_name, name = TOOL_INVOKER
+    module = importlib.import_module(module_name)
+    original = getattr(module, name)
+    if getattr(original, _WRAPPED, None) is not None:
+        return
+
+    @functools.wraps(original)
+    async def invoke(*args: Any, **kwargs: Any) -> Any:
+        result = await original(*args, **kwargs)
+        call = kwargs.get("function_call_content", args[0] if args else None)
+        tool_map = kwargs.get("tool_map")
+        if (
+            _trace.observed()
+            and getattr(call, "type", None) == "function_call"
+            and isinstance(tool_map, Mapping)
+            and call.name not in tool_map
+            and traced_pipeline(kwargs.get("middleware_pipeline"), ToolTraceMiddleware)
+        ):
+            _unknown_tool(call, result, kwargs.get("invocation_session"))
+        return result
+
+    setattr(invoke, _WRAPPED, original)
+    setattr(module, name, invoke)
+
+
+def _unknown_tool(call: Any, result: Any, session: Any) -> None:
+    scope = current_scope()
+    agent = scope.agent if scope is not None else None
+    session_id = getattr(session, "session_id", None) or (scope.session if scope else None)
+    data = {"agent": agent, "session": session_id, "call_id": call.call_id, "name": call.name}
+    try:  # as the built-in engine records them: parsed, else as the model wrote them
+        arguments = _arguments(call.parse_arguments())
+    except Exception:  # noqa: BLE001 - the function layer never parsed them either
+        arguments = call.arguments
+    _trace.emit("tool_call", **data, arguments=arguments)
+    _trace.emit(
+        "tool_result",
+        **data,
+        result=_result(getattr(result, "result", None)),
+        error=getattr(result, "exception", None),
+    )

@@ -21,6 +21,8 @@ __all__ = [
     "PROVIDER_AGENTS_ATTRIBUTE",
     "REFRESH_FUNCTIONS",
     "STORE_ROOT_ATTRIBUTE",
+    "TOOL_INVOKER",
+    "traced_pipeline",
     "background_tasks",
     "in_flight_task",
     "is_argument_error",
@@ -50,6 +52,20 @@ def is_argument_error(exc: BaseException) -> bool:
     module, name = ARGUMENT_ERROR
     refused = getattr(importlib.import_module(module), name, None)
     return isinstance(refused, type) and isinstance(exc, refused)
+
+
+#: The function layer's call of one tool (module, function name). A call of a tool the run
+#: does not have gets its error result there, without passing the function middleware:
+#: zero-touch tracing wraps it to record that call too.
+TOOL_INVOKER = ("agent_framework._tools", "_auto_invoke_function")
+#: A FunctionMiddlewarePipeline's middleware, as it was given.
+PIPELINE_MIDDLEWARE_ATTRIBUTE = "_source_middleware"
+
+
+def traced_pipeline(pipeline: Any, middleware: type) -> bool:
+    """Whether a function middleware pipeline holds a ``middleware`` instance."""
+    given = getattr(pipeline, PIPELINE_MIDDLEWARE_ATTRIBUTE, None) or ()
+    return any(isinstance(m, middleware) for m in given)
 
 
 #: BackgroundAgentsProvider's dict of child agents by name.
