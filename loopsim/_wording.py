@@ -361,9 +361,9 @@ def agrees(ours: str, theirs: str) -> bool:
     ``ours`` must be a built-in engine text: either made from a WORDING template — then
     ``theirs`` must agree on being an error (the ``Error:`` prefix) and contain every field
     value (of a template in :data:`DETAIL_FIELDS`, the fields that are not loopsim's own
-    detail), each not as part of a longer word, in the same order — or made by :func:`refused_arguments` — then ``theirs`` must
-    name the same tool and each refused argument, in the same order — or neither, and then
-    equal to ``theirs``.
+    detail), each not as part of a longer word, in the same order — or made by
+    :func:`refused_arguments` — then ``theirs`` must name the same tool and each refused
+    argument, in the same order — or neither, and then equal to ``theirs``.
     """
     found = match(ours)
     if found is None:
@@ -379,10 +379,10 @@ def agrees(ours: str, theirs: str) -> bool:
         return False
     pos = 0
     for value in values:
-        found = _whole(value).search(theirs, pos)
-        if found is None:
+        at = _whole(value).search(theirs, pos)
+        if at is None:
             return False
-        pos = found.end()
+        pos = at.end()
     return True
 
 

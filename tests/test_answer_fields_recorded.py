@@ -249,6 +249,30 @@ def test_both_engines_record_the_same_answer_event_with_every_field(streamed: bo
     assert (data["model"], data["created_at"]) == ("model-2026-01", "2026-12-02T07:00:00Z")
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("name", FIELDS)
+def test_the_agent_framework_engine_records_the_answer_agent_framework_received(
+    name: str, streamed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A planted conversion that loses one field on the way into agent_framework: the
+    # transcript shows the answer the package got, so the loss is seen, not hidden.
+    from loopsim.agent_framework import _chat_client, _convert
+
+    fields = _convert._af_response_fields
+
+    def lossy(response: Any) -> dict[str, Any]:
+        given = fields(response)
+        given[name] = {} if name == "additional_properties" else None
+        return given
+
+    monkeypatch.setattr(_convert, "_af_response_fields", lossy)
+    assert _chat_client.to_af_chat_response.__module__ == _convert.__name__
+    (data,) = _answer_events("agent_framework", streamed=streamed)
+    assert name not in data
+    (theirs,) = _answer_events("loopsim", streamed=streamed)
+    assert name in theirs
+
+
 def test_a_full_transcript_replays_every_field_on_both_engines() -> None:
     # a recorded run (not a cassette) is a replay source too
     _, recorded = loopsim.record(loopsim.Agent(ScriptedChatClient([TURN]), name="writer").run, "hi")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import agent_framework as af
@@ -13,7 +13,6 @@ from .. import _trace
 from .._agents._session import MessageView
 from .._clients import ChatClient, ModelError, RecordingChatClient
 from .._clients._hosted import emit_hosted
-from .._clients._recording import answer_fields
 from .._clock import model_call
 from .._messages import RESPONSE_FIELDS, ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
@@ -31,7 +30,7 @@ from ._faults import as_vendor_error
 from ._hosted import HostedToolFactories
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope
-from ._tracing import ToolTraceMiddleware
+from ._tracing import ToolTraceMiddleware, emit_answer
 
 __all__ = [
     "AgentFrameworkChatClient",
@@ -178,18 +177,18 @@ class LoopsimChatClient(
         self._converted[shape] = (list(message.contents), dict(properties), converted)
         return converted
 
-    def _answered(self, response: ChatResponse, agent: str | None, session: str | None) -> None:
+    def _answered(
+        self,
+        response: ChatResponse,
+        received: Callable[[], ChatResponse],
+        agent: str | None,
+        session: str | None,
+    ) -> None:
+        """Report ``response`` as agent_framework ``received`` it (converted back), so a
+        field the conversion lost is missing from the transcript too."""
         if self._emits and _trace.observed():
             emit_hosted(agent, session, response)
-            _trace.emit(
-                "model_response",
-                agent=agent,
-                session=session,
-                messages=list(response.messages),
-                usage=response.usage,
-                response_id=response.response_id,
-                **answer_fields(response),
-            )
+            emit_answer(received(), agent, session)
 
     def _failed(self, exc: BaseException, agent: str | None, session: str | None) -> None:
         if self._emits:
@@ -239,20 +238,25 @@ class LoopsimChatClient(
         except Exception as exc:
             self._failed(exc, agent, session)
             raise
-        self._answered(response, agent, session)
-        return to_af_chat_response(response, response_format=response_format)
+        answer = to_af_chat_response(response, response_format=response_format)
+        self._answered(
+            response, lambda: to_loopsim_chat_response(answer, source=self.name), agent, session
+        )
+        return answer
 
     async def _stream(
         self, messages: Sequence[af.Message], options: Mapping[str, Any], scope: RunScope | None
     ) -> AsyncIterator[af.ChatResponseUpdate]:
         converted, chat_options, agent, session = self._request(messages, options, scope)
         updates: list[ChatResponseUpdate] = []
+        sent: list[af.ChatResponseUpdate] = []
         try:
             async for update in self.loopsim_client.get_streaming_response(
                 converted, options=chat_options
             ):
                 updates.append(update)
-                yield to_af_chat_update(update)
+                sent.append(to_af_chat_update(update))
+                yield sent[-1]
         except ModelError as exc:  # a simulated service failure: raised as a vendor's client would
             self._failed(exc, agent, session)
             vendor = as_vendor_error(exc, type(self).__name__)
@@ -260,7 +264,12 @@ class LoopsimChatClient(
         except Exception as exc:
             self._failed(exc, agent, session)
             raise
-        self._answered(ChatResponse.from_updates(updates), agent, session)
+        self._answered(
+            ChatResponse.from_updates(updates),
+            lambda: to_loopsim_chat_response(af.ChatResponse.from_updates(sent), source=self.name),
+            agent,
+            session,
+        )
 
 
 def as_chat_client(

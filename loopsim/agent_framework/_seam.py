@@ -30,7 +30,6 @@ import agent_framework as af
 from .. import _trace
 from .._clients import ChatClient, RealTimeChatClient
 from .._clients._base import split_into_updates
-from .._clients._recording import answer_fields
 from .._clock import model_call
 from .._messages import ChatOptions, ChatResponse, ChatResponseUpdate, Message
 from ._convert import (
@@ -41,7 +40,7 @@ from ._convert import (
     to_loopsim_request_message,
 )
 from ._scope import current_scope
-from ._tracing import ToolTraceMiddleware
+from ._tracing import ToolTraceMiddleware, emit_answer
 
 __all__ = ["ModelSeam", "model_seam"]
 
@@ -171,33 +170,27 @@ class ModelSeam(af.ChatMiddleware):
         except Exception as exc:
             _failed(exc, agent, session)
             raise
-        _answered(response, agent, session)
         if context.stream:
+            # each update carries the response-level fields, conversation id to
+            # continuation token, that agent_framework's merge reads from them
+            updates = [to_af_chat_update(u) for u in split_into_updates(response)]
+            if _trace.observed():  # what agent_framework receives, merged as it merges it
+                merged = af.ChatResponse.from_updates(updates)
+                emit_answer(to_loopsim_chat_response(merged, source=self.name), agent, session)
             context.result = context.client._build_response_stream(
-                _af_updates(response), response_format=response_format
+                _af_updates(updates), response_format=response_format
             )
             return
         context.result = to_af_chat_response(response, response_format=response_format)
+        if _trace.observed():  # what agent_framework receives
+            emit_answer(to_loopsim_chat_response(context.result, source=self.name), agent, session)
 
 
-async def _af_updates(response: ChatResponse) -> AsyncIterator[af.ChatResponseUpdate]:
-    """``response`` as agent_framework updates (each carries the response-level fields,
-    conversation id to continuation token, that agent_framework's merge reads from them)."""
-    for update in split_into_updates(response):
-        yield to_af_chat_update(update)
-
-
-def _answered(response: ChatResponse, agent: str, session: str | None) -> None:
-    if _trace.observed():
-        _trace.emit(
-            "model_response",
-            agent=agent,
-            session=session,
-            messages=list(response.messages),
-            usage=response.usage,
-            response_id=response.response_id,
-            **answer_fields(response),
-        )
+async def _af_updates(
+    updates: list[af.ChatResponseUpdate],
+) -> AsyncIterator[af.ChatResponseUpdate]:
+    for update in updates:
+        yield update
 
 
 def _failed(exc: BaseException, agent: str, session: str | None) -> None:

@@ -35,7 +35,9 @@ from pydantic import BaseModel
 
 from .. import _trace
 from .._agents._base import maybe_await
+from .._clients._recording import answer_fields
 from .._clock import loop_iteration
+from .._messages import ChatResponse
 from ._runtime import require_asyncio
 from ._scope import RunScope, current_scope, run_scope
 from ._upstream import (
@@ -51,6 +53,7 @@ __all__ = [
     "RunTraceMiddleware",
     "ToolTraceMiddleware",
     "agent_label",
+    "emit_answer",
     "install_auto_instrument",
     "instrument",
     "note_session",
@@ -203,6 +206,19 @@ def _emit_task(source_id: str, session_id: str, record: Mapping[str, Any], statu
 
 
 # -- tools -------------------------------------------------------------------------------------
+
+
+def emit_answer(response: ChatResponse, agent: str | None, session: str | None) -> None:
+    """Report a model's answer (``model_response``): what agent_framework received."""
+    _trace.emit(
+        "model_response",
+        agent=agent,
+        session=session,
+        messages=list(response.messages),
+        usage=response.usage,
+        response_id=response.response_id,
+        **answer_fields(response),
+    )
 
 
 def _arguments(arguments: Any) -> Any:
@@ -563,6 +579,7 @@ def _install_unknown_tool_trace() -> None:
         tool_map = kwargs.get("tool_map")
         if (
             _trace.observed()
+            and call is not None
             and getattr(call, "type", None) == "function_call"
             and isinstance(tool_map, Mapping)
             and call.name not in tool_map

@@ -22,11 +22,11 @@ __all__ = [
     "REFRESH_FUNCTIONS",
     "STORE_ROOT_ATTRIBUTE",
     "TOOL_INVOKER",
-    "traced_pipeline",
     "background_tasks",
     "in_flight_task",
     "is_argument_error",
     "provider_agents",
+    "traced_pipeline",
 ]
 
 #: The class whose ``run`` reads ``agent.middleware`` on each call (a base of ``af.Agent``):
