@@ -31,9 +31,11 @@ if _typing.TYPE_CHECKING:
     from ._agents import Agent as Agent
     from ._agents import AgentContext as AgentContext
     from ._agents import AgentMiddleware as AgentMiddleware
+    from ._agents import AgentRequestError as AgentRequestError
     from ._agents import AgentRunContext as AgentRunContext
     from ._agents import AgentSession as AgentSession
     from ._agents import BaseAgent as BaseAgent
+    from ._agents import ChatResponseError as ChatResponseError
     from ._agents import ContextProvider as ContextProvider
     from ._agents import DelegatingAgent as DelegatingAgent
     from ._agents import FunctionTool as FunctionTool
@@ -173,6 +175,8 @@ _LAZY: dict[str, str] = {
     "AgentResponseUpdate": "._messages",
     "AgentRunContext": "._agents",
     "AgentSession": "._agents",
+    "AgentRequestError": "._agents",
+    "ChatResponseError": "._agents",
     "BackgroundAgentsProvider": "._background",
     "BackgroundResponseChatClient": "._clients",
     "BackgroundTaskCompletionLoopEvaluator": "._background",
@@ -323,6 +327,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "AgentLoopMiddleware",
     "AgentMiddleware",
     "AgentModeProvider",
+    "AgentRequestError",
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentRunContext",
@@ -341,6 +346,7 @@ __all__ = [  # noqa: RUF022 - plainly sorted (a test checks it), constants among
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "ChatResponseError",
     "ChatResponseUpdate",
     "CompletionMarkerLoopEvaluator",
     "CompletionMarkerLoopEvaluatorOptions",

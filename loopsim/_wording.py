@@ -1,7 +1,8 @@
 """WORDING: every sentence the built-in engine shows a model, in loopsim's own words.
 
-Tool descriptions, default instructions, nudges and the texts of tool errors and replies
-live here and nowhere else, keyed by a stable dotted name. The engine modules read them
+Tool descriptions, default instructions, nudges, the texts of tool errors and replies,
+and of the errors a run raises where upstream's raises its own, live here and nowhere
+else, keyed by a stable dotted name. The engine modules read them
 from this table (through :func:`say`), so comparing a run on the built-in engine with the
 same run on ``agent_framework`` can set the prose aside and compare everything around it:
 which tool answered with an error, the ids, counts, statuses and names inside a reply,
@@ -48,6 +49,17 @@ WORDING: dict[str, str] = {
     "agent.tool.rejected": "Error: a human declined to run this tool call.",
     "agent.tool.limit_reached": (
         "No final answer: this request hit its limit on tool calls before one was written."
+    ),
+    # errors of a harness agent's run (it keeps its history per model call, so a service
+    # that does not store the history cannot also keep a conversation of it)
+    "agent.harness.joins_conversation": (
+        "a harness agent cannot continue the service-side conversation {conversation_id}: "
+        "it keeps its history itself, model call by model call, and the service does not "
+        "store it (pass store=True, or start without that conversation)"
+    ),
+    "agent.harness.answer_names_conversation": (
+        "the model's answer names a service-side conversation ({conversation_id}), but "
+        "this harness agent keeps its history itself and the service does not store it"
     ),
     # -- AgentLoopMiddleware ----------------------------------------------------------------
     "loop.next_message": "Keep going with the task. If it is already complete, say so plainly.",

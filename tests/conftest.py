@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +176,15 @@ def fsyncs(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
     monkeypatch.setattr(os, "fsync", counting)
     return seen
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """SIGINT handled by Python's default handler (as in a terminal), restored after; a
+    process started meanwhile gets the default disposition too, whatever an earlier test
+    of this worker left behind."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

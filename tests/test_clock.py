@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
@@ -871,16 +871,6 @@ def test_the_event_loop_internals_the_virtual_loop_relies_on_still_exist() -> No
 
 
 # --- Ctrl-C during an asyncio run (asyncio.run's behaviour) -------------------------------
-
-
-@pytest.fixture
-def default_sigint() -> Iterator[None]:
-    """SIGINT handled by Python's default handler (as in a terminal), restored after."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def ctrl_c_program(presses: int, seen: list[str]) -> Callable[[], Awaitable[None]]:

@@ -409,3 +409,62 @@ def test_a_run_answering_an_approval_trims_after_an_answer_naming_a_conversation
     # round, whose answer names conv-B, only its results
     assert sent[2][1] == "conv-A"
     assert sent[3] == ([T], "conv-B")
+
+
+# -- a harness keeps its history per model call: a conversation the service keeps cannot
+# -- be one of them unless the service stores the history -----------------------------------
+
+#: what each engine raises: (for a run asked to join a conversation, for an answer naming one)
+HARNESS_REFUSALS = {
+    "loopsim": (loopsim.AgentRequestError, loopsim.ChatResponseError),
+    "agent_framework": (
+        af.exceptions.AgentInvalidRequestException,
+        af.exceptions.ChatClientInvalidResponseException,
+    ),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_harness_refuses_an_answer_naming_a_conversation_the_service_does_not_store(
+    engine: str, stream: bool
+) -> None:
+    model = Model(engine, [("done", "conv-A")], stores=False)
+    agent = model.agent(harness=True, gated=False)
+
+    async def main() -> Any:
+        return await run_agent(agent, "hi", agent.create_session(), stream=stream)
+
+    with pytest.raises(HARNESS_REFUSALS[engine][1]):
+        loopsim.simulate(main)
+    # the answer was made (and is recorded) before the run failed
+    assert len(model.client.requests) == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_harness_refuses_to_join_a_conversation_the_service_does_not_store(
+    engine: str,
+) -> None:
+    model = Model(engine, [("done", None)], stores=False)
+    agent = model.agent(harness=True, gated=False)
+
+    async def main() -> Any:
+        options = {"conversation_id": "conv-A"}
+        session = agent.create_session()
+        return await agent.run("hi", session=session, options=options)
+
+    with pytest.raises(HARNESS_REFUSALS[engine][0]):
+        loopsim.simulate(main)
+    assert model.client.requests == []  # refused before any model call
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_harness_takes_a_conversation_when_the_run_stores_it(engine: str) -> None:
+    model = Model(engine, [("done", "conv-A")], stores=False)
+    agent = model.agent(harness=True, gated=False)
+
+    async def main() -> Any:
+        session = agent.create_session()
+        return await agent.run("hi", session=session, options={"store": True})
+
+    assert loopsim.simulate(main).text == "done"

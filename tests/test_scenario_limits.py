@@ -215,6 +215,7 @@ def run_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.usefixtures("default_sigint")
 def test_a_ctrl_c_ends_loopsim_run_and_says_so(evaluators: Path) -> None:
     # The evaluator sends the process SIGINT, as a Ctrl-C in the terminal would: the first
     # one cancels the running scenario, and the run stops there (the second file never

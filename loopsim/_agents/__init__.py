@@ -17,6 +17,7 @@ from ._context import (
     MiddlewareTermination,
     SessionContext,
 )
+from ._errors import AgentRequestError, ChatResponseError
 from ._service import ServiceChatClient, ServiceKind
 from ._session import (
     HISTORY_STORES,
@@ -32,10 +33,12 @@ __all__ = [
     "Agent",
     "AgentContext",
     "AgentMiddleware",
+    "AgentRequestError",
     "AgentRunContext",
     "AgentSession",
     "ApprovalMode",
     "BaseAgent",
+    "ChatResponseError",
     "ContextProvider",
     "ConversationService",
     "DelegatingAgent",

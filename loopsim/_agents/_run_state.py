@@ -27,10 +27,11 @@ from .._messages import (
     copied,
     text_message,
 )
-from .._wording import WORDING
+from .._wording import WORDING, say
 from ._approvals import first_control, for_model, without
 from ._batches import find_batch, for_model_after_batch, hold, log_batches, release
 from ._context import SessionContext
+from ._errors import AgentRequestError, ChatResponseError
 from ._service import ServiceChatClient, ServiceKind
 from ._session import AgentSession, MessageView
 
@@ -65,6 +66,7 @@ class RunState:
         "service",
         "session",
         "start",
+        "stores",
         "trim",
         "usage",
     )
@@ -102,6 +104,7 @@ class RunState:
         self.start = 0
         #: the last answer named a conversation: the next request sends only its last message
         self.trim = False
+        self.stores = False
 
     async def begin(self, options: dict[str, Any]) -> Message | None:
         """Providers' ``before_run``, this run's options; answers approvals sent in the input.
@@ -131,6 +134,18 @@ class RunState:
         chat_options.conversation_id = session.service_session_id or options.get("conversation_id")
         if self.service is None:  # decided now that the run's options are known
             self.service = _service_backed(agent, chat_options, options, given=self.given)
+        store = options.get("store")
+        #: upstream's "the service stores the history" (the store option, else the client's
+        #: default), which a harness's per-model-call history depends on
+        self.stores = bool(
+            getattr(self.client, "STORES_BY_DEFAULT", False) if store is None else store
+        )
+        if agent._per_service_call_history and not self.stores:
+            conversation = chat_options.conversation_id
+            if conversation is not None:
+                raise AgentRequestError(
+                    say("agent.harness.joins_conversation", conversation_id=conversation)
+                )
         # a service-backed run sends no local history: the service keeps it
         history = MessageView((), 0) if self.service else session.history()
         self.prefix: tuple[Message, ...] = tuple(input_messages)
@@ -294,6 +309,10 @@ class RunState:
         self.response_id = chat_response.response_id or self.response_id
         self.answer = chat_response
         conversation_id = chat_response.conversation_id
+        if conversation_id is not None and self.agent._per_service_call_history and not self.stores:
+            raise ChatResponseError(
+                say("agent.harness.answer_names_conversation", conversation_id=conversation_id)
+            )
         # upstream: an answer naming a conversation trims the next request of this run
         self.trim = conversation_id is not None
         if conversation_id is not None:

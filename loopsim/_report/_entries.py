@@ -66,7 +66,8 @@ def entry_from_result(
     """
     relative = _relative_to(Path.cwd() if root is None else root)
     failures = [relative(f.render(result.path)) for f in result.failures]
-    if result.error is not None and not failures:
+    # an error the scenario expected (expect: error) is its behaviour, not a failure
+    if result.error is not None and not failures and not result.passed:
         failures.append(relative(f"the run raised {type(result.error).__name__}: {result.error}"))
     divergence = _divergence(result)
     return ReportEntry(
