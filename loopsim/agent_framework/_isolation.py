@@ -38,14 +38,18 @@ subclassed, so the store's type and upstream's ``ExperimentalWarning`` stay as t
 from __future__ import annotations
 
 import functools
-import importlib
 from pathlib import Path
 from typing import Any
 
 import agent_framework as af
 
 from .._scratch import simulation_folder
-from ._upstream import DEFAULT_MEMORY_FOLDER, DEFAULT_STORE_ASSEMBLER, STORE_ROOT_ATTRIBUTE
+from ._upstream import (
+    DEFAULT_MEMORY_FOLDER,
+    DEFAULT_STORE_ASSEMBLER,
+    STORE_ROOT_ATTRIBUTE,
+    unwrapped,
+)
 
 __all__ = ["install"]
 
@@ -109,11 +113,10 @@ def install() -> None:
         # before this line read exactly what they stored
         setattr(store_class, STORE_ROOT_ATTRIBUTE, property(_root, _set_root))
     _mark_known(store_class)
-    module_name, function_name = DEFAULT_STORE_ASSEMBLER
-    module = importlib.import_module(module_name)
-    original = getattr(module, function_name)
-    if getattr(original, _WRAPPED, None) is not None:
+    found = unwrapped(DEFAULT_STORE_ASSEMBLER, _WRAPPED)
+    if found is None:
         return
+    module, original = found
 
     @functools.wraps(original)
     def assemble(*args: Any, **kwargs: Any) -> Any:
@@ -130,4 +133,4 @@ def install() -> None:
         return providers
 
     setattr(assemble, _WRAPPED, original)
-    setattr(module, function_name, assemble)
+    setattr(module, DEFAULT_STORE_ASSEMBLER[1], assemble)

@@ -24,7 +24,6 @@ agents internally needs no :func:`instrument` call. Unrecorded runs are left alo
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from ._upstream import (
     is_argument_error,
     provider_agents,
     traced_pipeline,
+    unwrapped,
 )
 
 __all__ = [
@@ -566,11 +566,10 @@ def install_auto_instrument() -> None:
 def _install_unknown_tool_trace() -> None:
     """Record a call of a tool the run does not have, as the built-in engine does: the
     function layer answers it with its own error result, which no middleware sees."""
-    module_name, name = TOOL_INVOKER
-    module = importlib.import_module(module_name)
-    original = getattr(module, name)
-    if getattr(original, _WRAPPED, None) is not None:
+    found = unwrapped(TOOL_INVOKER, _WRAPPED)
+    if found is None:
         return
+    module, original = found
 
     @functools.wraps(original)
     async def invoke(*args: Any, **kwargs: Any) -> Any:
@@ -589,7 +588,7 @@ def _install_unknown_tool_trace() -> None:
         return result
 
     setattr(invoke, _WRAPPED, original)
-    setattr(module, name, invoke)
+    setattr(module, TOOL_INVOKER[1], invoke)
 
 
 def _unknown_tool(call: Any, result: Any, session: Any) -> None:

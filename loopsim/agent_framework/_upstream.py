@@ -27,6 +27,7 @@ __all__ = [
     "is_argument_error",
     "provider_agents",
     "traced_pipeline",
+    "unwrapped",
 ]
 
 #: The class whose ``run`` reads ``agent.middleware`` on each call (a base of ``af.Agent``):
@@ -60,6 +61,17 @@ def is_argument_error(exc: BaseException) -> bool:
 TOOL_INVOKER = ("agent_framework._tools", "_auto_invoke_function")
 #: A FunctionMiddlewarePipeline's middleware, as it was given.
 PIPELINE_MIDDLEWARE_ATTRIBUTE = "_source_middleware"
+
+
+def unwrapped(spec: tuple[str, str], marker: str) -> tuple[Any, Any] | None:
+    """The module and function ``spec`` (module, function name) names, or None when that
+    function is already loopsim's wrapper (it carries the attribute ``marker``)."""
+    module_name, name = spec
+    module = importlib.import_module(module_name)
+    original = getattr(module, name)
+    if getattr(original, marker, None) is not None:
+        return None
+    return module, original
 
 
 def traced_pipeline(pipeline: Any, middleware: type) -> bool:
