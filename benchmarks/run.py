@@ -97,7 +97,7 @@ def machine() -> dict[str, object]:
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
-        "loopsim": _version("loopsim"),
+        "loopsim": _version("pytest-loopsim"),  # the distribution's name
         "agent-framework-core": _version("agent-framework-core"),
     }
 
