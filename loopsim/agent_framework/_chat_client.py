@@ -179,15 +179,17 @@ class LoopsimChatClient(
 
     def _answered(
         self,
-        response: ChatResponse,
+        response: Callable[[], ChatResponse],
         received: Callable[[], ChatResponse],
         agent: str | None,
         session: str | None,
     ) -> None:
-        """Report ``response`` as agent_framework ``received`` it (converted back), so a
-        field the conversion lost is missing from the transcript too."""
+        """Report the loopsim client's ``response`` (its hosted-tool events) and the answer
+        as agent_framework ``received`` it (converted back, so a field the conversion lost
+        is missing from the transcript too). Both are built only when a transcript is
+        recorded."""
         if self._emits and _trace.observed():
-            emit_hosted(agent, session, response)
+            emit_hosted(agent, session, response())
             emit_answer(received(), agent, session)
 
     def _failed(self, exc: BaseException, agent: str | None, session: str | None) -> None:
@@ -240,7 +242,10 @@ class LoopsimChatClient(
             raise
         answer = to_af_chat_response(response, response_format=response_format)
         self._answered(
-            response, lambda: to_loopsim_chat_response(answer, source=self.name), agent, session
+            lambda: response,
+            lambda: to_loopsim_chat_response(answer, source=self.name),
+            agent,
+            session,
         )
         return answer
 
@@ -265,7 +270,7 @@ class LoopsimChatClient(
             self._failed(exc, agent, session)
             raise
         self._answered(
-            ChatResponse.from_updates(updates),
+            lambda: ChatResponse.from_updates(updates),
             lambda: to_loopsim_chat_response(af.ChatResponse.from_updates(sent), source=self.name),
             agent,
             session,
