@@ -16,7 +16,14 @@ Every iteration the fake model answers ``step k``; the loop continues until iter
 whole conversation so far (upstream: the ``InMemoryHistoryProvider`` it injects).
 
 Times are CPU time (``time.process_time``) measured inside the event loop around
-``agent.run`` only (agents and scripts are built before the clock starts). For each case
+``agent.run`` only (agents and scripts are built before the clock starts). Before each
+timed run the garbage collector makes a full pass (so that no garbage of an earlier run,
+its own or the other side's, is collected inside the timed region), then the same side
+runs once untimed at n=10: a full pass walks every object of the process and evicts the
+CPU caches, which cost a short run about 150 us of misses on this machine (measured:
+loopsim's n=10 no-session run, 52 us/iter warm against 72 cold), a cost of the
+benchmark's own collection, not of either program. The ``cold`` reference rows keep
+the measure without the warm-up run, for n=10 without a session. For each case
 loopsim and upstream run in the same rounds, one run of each per round in alternating
 order; the ``x faster`` column is the median of the per-round ratios (95 % bootstrap
 interval in the note), the iter/s columns are medians and machine-dependent.
@@ -212,11 +219,18 @@ def upstream_once(n: int, *, stream: bool, history: bool) -> float:
 # -- rows ---------------------------------------------------------------------------------
 
 
-def _collected(fn: Callable[[], float]) -> float:
+def _collected(fn: Callable[[], float], warm: Callable[[], float] | None = None) -> float:
     # Collect before each run, on both sides alike: garbage a previous run left (its own or
     # the other side's) must not be collected inside the timed region of the next one.
+    # Then one untimed run of the same side brings its code and data back into the CPU
+    # caches, which the full pass evicted (see the module doc).
     gc.collect()
+    if warm is not None:
+        warm()
     return fn()
+
+
+WARM_N = 10
 
 
 def run(
@@ -255,6 +269,7 @@ def run(
                     partial(
                         _collected,
                         partial(loopsim_once, kind, n, stream=stream, history=history),
+                        partial(loopsim_once, kind, WARM_N, stream=stream, history=history),
                     )
                     for kind in kinds
                 ]
@@ -262,7 +277,9 @@ def run(
                 if with_up:
                     fns.append(
                         partial(
-                            _collected, partial(upstream_once, n, stream=stream, history=history)
+                            _collected,
+                            partial(upstream_once, n, stream=stream, history=history),
+                            partial(upstream_once, WARM_N, stream=stream, history=history),
                         )
                     )
                 r = repeats_for(n, repeat, history=history)
@@ -331,6 +348,40 @@ def run(
                             + f": x{growth:.2f} ({costs[lo] * 1e6:.0f} -> "
                             + f"{costs[hi] * 1e6:.0f} us/iter)"
                         )
+    if have_upstream and WARM_N in sizes:
+        rows.extend(cold_rows(repeats_for(WARM_N, repeat, history=False), log))
+    return rows
+
+
+def cold_rows(rounds: int, log: Callable[[str], None]) -> list[Row]:
+    """Reference rows: the n=10 runs without a session measured cold, right after the full
+    collection with no warm-up run (the CPU caches empty), in paired rounds."""
+    rows: list[Row] = []
+    for stream in (False, True):
+        mode = "stream" if stream else "run"
+        once: dict[str, Any] = {"stream": stream, "history": False}
+        fns: list[Callable[[], object]] = [
+            partial(_collected, partial(loopsim_once, "middleware", WARM_N, **once)),
+            partial(_collected, partial(upstream_once, WARM_N, **once)),
+        ]
+        own, up = interleaved(fns, rounds, clock=None)
+        ratio, low, high = paired_ratio(up, own)
+        t, u = median(own) / WARM_N, median(up) / WARM_N
+        rows.append(
+            Row(
+                section="loop",
+                case=f"middleware {mode} no session n={WARM_N}, cold caches",
+                value=1 / t,
+                unit="iter/s (CPU)",
+                upstream=1 / u,
+                ratio=ratio,
+                target="(reference)",
+                note="no warm-up run after the full collection; "
+                + interval_note(low, high, rounds),
+                extra={"us_per_iter": t * 1e6, "upstream_us_per_iter": u * 1e6},
+            )
+        )
+        log(f"{rows[-1].case}: {t * 1e6:.1f} us/iter, upstream {u * 1e6:.1f} us/iter, x{ratio:.2f}")
     return rows
 
 
