@@ -12,6 +12,9 @@ Usage (from the repository root, in an environment with the ``bench`` extra, e.g
 Every row with a target shows it and a yes/NO (and the run ends with the list of NO
 rows); ratio rows are paired alternating rounds, medians of ratios with a bootstrap
 interval in the note; absolute rows say they are machine-dependent (see ``_common``).
+The ``last runs`` column is that row's verdict in the latest full runs, oldest first
+(up to :data:`HISTORY` of them, carried over in results.json; a ``--quick`` run neither
+reads nor extends it), and the run ends with the rows whose verdict changed in them.
 
 Writes ``benchmarks/results.json`` (rows + machine), ``benchmarks/results.md`` (the table)
 and, with the ``profile`` section, ``benchmarks/profile.txt`` (pyinstrument call tree of
@@ -68,6 +71,8 @@ SECTIONS = (
     "parallel",
     "overheads",
 )
+#: How many full runs' verdicts a row keeps (issue 28: a verdict must hold in three).
+HISTORY = 3
 README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
@@ -114,10 +119,59 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}"
 
 
+def _verdict(met: bool | None) -> str:
+    return "" if met is None else ("yes" if met else "NO")
+
+
+def _key(row: Row) -> str:
+    return f"{row.section}: {row.case}"
+
+
+def with_history(rows: Sequence[Row], previous: Path, *, quick: bool) -> None:
+    """Give each targeted row its verdicts of the latest full runs (``extra["verdicts"]``,
+    oldest first, this run's last), from the rows of ``previous`` (the last results.json).
+
+    A quick run, or a previous file that is missing, unreadable or from a quick run,
+    starts no history from it: only full runs count.
+    """
+    before: dict[str, list[bool]] = {}
+    if not quick:
+        try:
+            payload = json.loads(previous.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            payload = {}
+        if isinstance(payload, dict) and payload.get("quick") is False:
+            for old in payload.get("rows", []):
+                verdicts = old.get("extra", {}).get("verdicts")
+                if isinstance(verdicts, list):
+                    before[f"{old['section']}: {old['case']}"] = verdicts
+    for row in rows:
+        if row.met is None:
+            continue
+        row.extra["verdicts"] = [*before.get(_key(row), []), row.met][-HISTORY:]
+
+
+def unsettled(rows: Sequence[Row]) -> list[Row]:
+    """The targeted rows whose verdict changed within their recorded runs."""
+    return [r for r in rows if len(set(r.extra.get("verdicts", ()))) > 1]
+
+
 def table(rows: Sequence[Row]) -> list[list[str]]:
-    out = [["section", "case", "loopsim", "unit", "upstream", "x faster", "target", "met", "note"]]
+    out = [
+        [
+            "section",
+            "case",
+            "loopsim",
+            "unit",
+            "upstream",
+            "x faster",
+            "target",
+            "met",
+            "last runs",
+            "note",
+        ]
+    ]
     for r in rows:
-        met = "" if r.met is None else ("yes" if r.met else "NO")
         ratio = "" if r.ratio is None else f"{r.ratio:.1f}x"
         out.append(
             [
@@ -128,7 +182,8 @@ def table(rows: Sequence[Row]) -> list[list[str]]:
                 _fmt(r.upstream),
                 ratio,
                 r.target,
-                met,
+                _verdict(r.met),
+                " ".join(_verdict(v) for v in r.extra.get("verdicts", ())),
                 r.note,
             ]
         )
@@ -270,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sizes=(10, 100) if quick else (10, 100, 1000), rounds=1 if quick else 3, log=log
         )
     info = machine()
+    with_history(rows, args.output, quick=quick)
     cells = table(rows)
     print()
     print(render_text(cells))
@@ -278,6 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\ntargets: {len(targeted) - len(missed)} of {len(targeted)} met")
     for r in missed:
         print(f"  NO  {r.section}: {r.case} = {_fmt(r.value)} {r.unit} (target {r.target})")
+    changed = unsettled(rows)
+    runs = max((len(r.extra.get("verdicts", ())) for r in targeted), default=0)
+    print(f"verdicts changed within the last {runs} full run(s): {len(changed)}")
+    for r in changed:
+        history = " ".join(_verdict(v) for v in r.extra["verdicts"])
+        print(f"  {history}  {_key(r)}")
     payload = {"machine": info, "quick": quick, "rows": [r.as_dict() for r in rows]}
     args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     markdown = render_markdown(cells, info)
