@@ -15,6 +15,10 @@
   scenario file (``vary:`` over the iteration cap and the evaluators' decisions, checked
   by ``always:`` and the invariants), run by ``run_vary``: the scenario path (target
   >= 1,000 examples/s, issue 28 item 5).
+* ``hypothesis floor``: examples per CPU second of a property that draws what
+  ``VARY_LOOP`` draws (a cap of 1-5, two lists of five decisions) and does nothing with
+  them: hypothesis's own cost per example, the ceiling any ``vary:`` file can reach (a
+  reference row, as the no-op YAML item is pytest's floor).
 """
 
 from __future__ import annotations
@@ -170,6 +174,26 @@ always:
 """
 
 
+def floor_rate(examples: int) -> tuple[float, int]:
+    """(examples per CPU second, examples run) of a property drawing ``VARY_LOOP``'s values
+    and doing nothing with them."""
+    from hypothesis import given, settings  # noqa: PLC0415
+    from hypothesis import strategies as st  # noqa: PLC0415
+
+    drawn: list[tuple[int, list[str], list[str]]] = []
+    decisions = st.lists(st.sampled_from(["continue", "stop"]), min_size=5, max_size=5)
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True)
+    @given(cap=st.sampled_from([1, 2, 3, 4, 5]), first=decisions, second=decisions)
+    def draws_only(cap: int, first: list[str], second: list[str]) -> None:
+        drawn.append((cap, first, second))
+
+    began = time.process_time()
+    draws_only()
+    elapsed = time.process_time() - began
+    return len(drawn) / elapsed, len(drawn)
+
+
 def vary_rate(examples: int) -> tuple[float, int]:
     """(examples per CPU second, examples run) of ``VARY_LOOP`` through ``run_vary``."""
     from loopsim._scenario import load_scenario, run_vary  # noqa: PLC0415
@@ -234,6 +258,18 @@ def run(
         )
     )
     log(f"{rows[-1].case}: {rate:.0f} examples/s")
+    floor, ran = floor_rate(examples)
+    rows.append(
+        Row(
+            section="suites",
+            case=f"hypothesis floor: vary's draws, a property doing nothing ({examples} examples)",
+            value=floor,
+            unit="examples/s (CPU)",
+            target="(reference)",
+            note=f"{MACHINE}; {ran} examples: hypothesis's own cost, the ceiling of vary:",
+        )
+    )
+    log(f"{rows[-1].case}: {floor:.0f} examples/s")
     return rows
 
 
