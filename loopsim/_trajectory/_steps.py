@@ -122,7 +122,7 @@ class TrajectoryStep:
 
 
 def _get(item: Any, key: str, default: Any = None) -> Any:
-    if isinstance(item, Mapping):
+    if type(item) is dict or isinstance(item, Mapping):  # a transcript's JSON form: dicts
         return item.get(key, default)
     return getattr(item, key, default)
 
