@@ -10,14 +10,18 @@ child finishes at 1.5 W. W is 1 second, 1 hour and 1 day. Two rows per W:
 * ``scenario``: the same story as a scenario file run by the scenario runner (YAML
   parsing and validation, recorder, expectations and invariants included).
 
-Each figure is the median wall time of a fresh simulation (``wall_clock=False``),
-measured with ``time.perf_counter`` outside it.
+Each figure is the median CPU time (``time.process_time``) of a fresh simulation
+(``wall_clock=False``), measured outside it; the three durations of a kind run in the
+same alternating rounds, so the ``cost 1 day / 1 second`` row is a paired ratio (the
+median of the per-round ratios, with its bootstrap interval). The ms rows are
+machine-dependent.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import loopsim
 from loopsim import AgentSession, BackgroundAgentsProvider, SessionContext, Turn
@@ -25,9 +29,16 @@ from loopsim._invariants import is_wait_timeout
 from loopsim._scenario import load_scenario_text, run_scenario
 
 try:
-    from _common import Row, median_time
+    from _common import MACHINE, Row, interleaved, interval_note, median, paired_ratio
 except ImportError:  # pragma: no cover
-    from benchmarks._common import Row, median_time
+    from benchmarks._common import (
+        MACHINE,
+        Row,
+        interleaved,
+        interval_note,
+        median,
+        paired_ratio,
+    )
 
 DURATIONS = {"1 second": 1, "1 hour": 3600, "1 day": 86400}
 
@@ -86,17 +97,15 @@ def run(*, repeat: int = 21, log: Callable[[str], None] = print) -> list[Row]:
     rows: list[Row] = []
     api_once(1)  # warm up
     scenario_once("warm-up", 1)
-    for kind, once in (("api", api_once), ("scenario", None)):
-        costs: dict[str, float] = {}
+    for kind in ("api", "scenario"):
+        fns: list[Callable[[], object]] = [
+            partial(api_once, timeout) if kind == "api" else partial(scenario_once, label, timeout)
+            for label, timeout in DURATIONS.items()
+        ]
+        samples = dict(zip(DURATIONS, interleaved(fns, repeat), strict=True))
+        simple = kind == "api"
         for label, timeout in DURATIONS.items():
-            if once is not None:
-                t = median_time(lambda timeout=timeout: api_once(timeout), repeat)
-            else:
-                t = median_time(
-                    lambda label=label, timeout=timeout: scenario_once(label, timeout), repeat
-                )
-            costs[label] = t
-            simple = kind == "api"
+            t = median(samples[label])
             rows.append(
                 Row(
                     section="virtual time",
@@ -105,11 +114,12 @@ def run(*, repeat: int = 21, log: Callable[[str], None] = print) -> list[Row]:
                     unit="ms/scenario",
                     target="< 5 ms" if simple else "",
                     met=(t < 0.005) if simple else None,
+                    note=MACHINE,
                     extra={"virtual_seconds": 1.5 * timeout},
                 )
             )
             log(f"{rows[-1].case}: {t * 1e3:.2f} ms")
-        growth = costs["1 day"] / costs["1 second"]
+        growth, low, high = paired_ratio(samples["1 day"], samples["1 second"])
         rows.append(
             Row(
                 section="virtual time",
@@ -118,6 +128,7 @@ def run(*, repeat: int = 21, log: Callable[[str], None] = print) -> list[Row]:
                 unit="x",
                 target="flat (<= 1.2x)",
                 met=growth <= 1.2,
+                note=interval_note(low, high, repeat),
             )
         )
         log(f"{rows[-1].case}: x{growth:.2f}")
