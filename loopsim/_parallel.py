@@ -1,14 +1,14 @@
 """``loopsim run -n N`` on a suite too small for workers: run it serially and say so.
 
-Measured on 2 cores (benchmarks/bench_parallel.py, CPU time; README, "Parallel runs"):
-for files of plain scenarios (a few milliseconds each), ``-n 2`` costs about 6 s CPU
-against 2.5 s serially at 10 files (each worker starts pytest, the plugin and loopsim
-again) and about 15 against 10 ms CPU per file (xdist's reporting and scheduling). On
-two free cores the workers share that CPU, so ``-n 2`` pays from about 630 files
-(bench_parallel's estimate from those rows: the shared machine's wall time cannot show
-it); below :data:`PARALLEL_MIN_FILES` the run stays serial. Workers pay off sooner for
-slow scenarios: ``vary:`` files (many draws each) and Python test files.
-``--parallel`` keeps ``-n`` whatever the suite.
+Measured on 2 cores (benchmarks/bench_parallel.py; README, "Parallel runs") for files of
+plain scenarios (a few milliseconds each): each of ``-n 2``'s three processes starts
+pytest, the plugin and loopsim again (about 1 s CPU each), and xdist's scheduling and
+reporting add about half a millisecond per file. The wall time of ``-n 2`` against a
+serial run was 1.35-1.8x at 100 files and 0.91-1.27x at 1,000 files over the runs of
+2026-12-02 and 2026-12-03: about even at 1,000 files, so below
+:data:`PARALLEL_MIN_FILES` the run stays serial. Workers pay off sooner for slow
+scenarios (``vary:`` files, many draws each) and Python test files, and on machines
+with more free cores than workers; ``--parallel`` keeps ``-n`` whatever the suite.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 __all__ = ["PARALLEL_FLAG", "PARALLEL_MIN_FILES", "serial_when_small"]
 
 #: a suite of fewer plain scenario files than this runs serially under ``-n``
-PARALLEL_MIN_FILES = 700  # bench_parallel's estimate (~630 files), rounded up
+PARALLEL_MIN_FILES = 1_000  # where -n 2's wall time met the serial run's (2 cores)
 #: ``loopsim run`` option (not passed to pytest): keep ``-n`` on any suite
 PARALLEL_FLAG = "--parallel"
 
