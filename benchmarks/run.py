@@ -342,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  NO  {r.section}: {r.case} = {_fmt(r.value)} {r.unit} (target {r.target})")
     changed = unsettled(rows)
     runs = max((len(r.extra.get("verdicts", ())) for r in targeted), default=0)
-    print(f"verdicts changed within the last {runs} full run(s): {len(changed)}")
+    if not quick:
+        print(f"verdicts changed within the last {runs} full run(s): {len(changed)}")
     for r in changed:
         history = " ".join(_verdict(v) for v in r.extra["verdicts"])
         print(f"  {history}  {_key(r)}")
