@@ -1,14 +1,16 @@
 """``loopsim run -n N`` on a suite too small for workers: run it serially and say so.
 
-Measured on 2 cores (benchmarks/bench_parallel.py; README, "Parallel runs") for files of
-plain scenarios (a few milliseconds each): each of ``-n 2``'s three processes starts
-pytest, the plugin and loopsim again (about 1 s CPU each), and xdist's scheduling and
-reporting add about half a millisecond per file. The wall time of ``-n 2`` against a
-serial run was 1.35-1.8x at 100 files and 0.91-1.27x at 1,000 files over the runs of
-2026-12-02 and 2026-12-03: about even at 1,000 files, so below
-:data:`PARALLEL_MIN_FILES` the run stays serial. Workers pay off sooner for slow
-scenarios (``vary:`` files, many draws each) and Python test files, and on machines
-with more free cores than workers; ``--parallel`` keeps ``-n`` whatever the suite.
+Measured on 2 cores (benchmarks/bench_parallel.py, three runs of 2026-12-03; README,
+"Parallel runs") for files of plain scenarios (a few milliseconds each): each of
+``-n 2``'s three processes starts pytest, the plugin and loopsim again (about 1 s CPU
+each), and the controller's handling of the workers' reports takes most of the second
+core. ``-n 2`` was slower than a serial run at every size measured: 1.6-1.8x the wall
+time at 10 files, 1.5-1.6x at 100 and 1.07-1.10x at 1,000 (``--dist load``), and the
+runs' fits of time against files put the break-even between about 1,300 and 2,900
+files. Below :data:`PARALLEL_MIN_FILES` the run therefore stays serial. Workers pay off
+sooner for slow scenarios (``vary:`` files, many draws each) and Python test files, and
+on machines with more free cores than workers; ``--parallel`` keeps ``-n`` whatever the
+suite.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 __all__ = ["PARALLEL_FLAG", "PARALLEL_MIN_FILES", "serial_when_small"]
 
 #: a suite of fewer plain scenario files than this runs serially under ``-n``
-PARALLEL_MIN_FILES = 1_000  # where -n 2's wall time met the serial run's (2 cores)
+PARALLEL_MIN_FILES = 2_000  # within the measured break-even on 2 cores (1,300-2,900)
 #: ``loopsim run`` option (not passed to pytest): keep ``-n`` on any suite
 PARALLEL_FLAG = "--parallel"
 
