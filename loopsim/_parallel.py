@@ -5,13 +5,12 @@ Measured on 2 cores (benchmarks/bench_parallel.py, three runs of 2026-12-03; REA
 ``-n 2``'s three processes starts pytest, the plugin and loopsim again (about 1 s CPU
 each), and on two cores a file cost ``-n 2`` nearly as much wall time as a serial run
 (the three processes share the two cores). ``-n 2`` was slower than a serial run at
-every size measured: 1.6-1.8x the wall
-time at 10 files, 1.5-1.6x at 100 and 1.07-1.10x at 1,000 (``--dist load``), and the
-runs' fits of time against files put the break-even between about 1,300 and 2,900
-files. Below :data:`PARALLEL_MIN_FILES` the run therefore stays serial. Workers pay off
-sooner for slow scenarios (``vary:`` files, many draws each) and Python test files, and
-on machines with more free cores than workers; ``--parallel`` keeps ``-n`` whatever the
-suite.
+every size measured: 1.6-1.8x the wall time at 10 files, 1.5-1.6x at 100 and
+1.07-1.10x at 1,000 (``--dist load``), and the runs' fits of time against files put
+the break-even between about 1,300 and 2,900 files. Below :data:`PARALLEL_MIN_FILES`
+the run therefore stays serial. Workers pay off sooner for slow scenarios (``vary:``
+files, many draws each) and Python test files, and on machines with more free cores
+than workers; ``--parallel`` keeps ``-n`` whatever the suite.
 """
 
 from __future__ import annotations
