@@ -13,12 +13,15 @@ Every row with a target shows it and a yes/NO (and the run ends with the list of
 rows); ratio rows are paired alternating rounds, medians of ratios with a bootstrap
 interval in the note; absolute rows say they are machine-dependent (see ``_common``).
 The ``last runs`` column is that row's verdict in the latest full runs, oldest first
-(up to :data:`HISTORY` of them, carried over in results.json; a ``--quick`` run neither
-reads nor extends it), and the run ends with the rows whose verdict changed in them.
+(up to :data:`HISTORY` of them, carried over in results.json), and the run ends with the
+rows whose verdict changed in them. A full run is every section, without ``--quick``;
+other runs neither read nor extend the history.
 
 Writes ``benchmarks/results.json`` (rows + machine), ``benchmarks/results.md`` (the table)
 and, with the ``profile`` section, ``benchmarks/profile.txt`` (pyinstrument call tree of
-the loop benchmark). Ratios are loopsim against agent-framework-core measured in this
+the loop benchmark). A run of some sections only writes ``results.partial.json`` and
+``.md`` instead (not kept in git), so that it never replaces the full table; ``--readme``
+takes a full run. Ratios are loopsim against agent-framework-core measured in this
 same process run; when that package is missing its columns stay empty.
 """
 
@@ -127,20 +130,29 @@ def _key(row: Row) -> str:
     return f"{row.section}: {row.case}"
 
 
-def with_history(rows: Sequence[Row], previous: Path, *, quick: bool) -> None:
+def _was_full(payload: object) -> bool:
+    """A results.json of a full run (every section, not --quick)."""
+    if not isinstance(payload, dict):
+        return False
+    if "full" in payload:
+        return payload["full"] is True
+    return payload.get("quick") is False  # written before the "full" key
+
+
+def with_history(rows: Sequence[Row], previous: Path, *, full: bool) -> None:
     """Give each targeted row its verdicts of the latest full runs (``extra["verdicts"]``,
     oldest first, this run's last), from the rows of ``previous`` (the last results.json).
 
-    A quick run, or a previous file that is missing, unreadable or from a quick run,
-    starts no history from it: only full runs count.
+    Only full runs count: a run that is not one, or a previous file that is missing,
+    unreadable or not of a full run, starts no history from it.
     """
     before: dict[str, list[bool]] = {}
-    if not quick:
+    if full:
         try:
             payload = json.loads(previous.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             payload = {}
-        if isinstance(payload, dict) and payload.get("quick") is False:
+        if _was_full(payload):
             for old in payload.get("rows", []):
                 verdicts = old.get("extra", {}).get("verdicts")
                 if isinstance(verdicts, list):
@@ -221,14 +233,29 @@ def update_readme(markdown: str, readme: Path) -> None:
     readme.write_text(f"{before}{README_START}\n{markdown}\n{README_END}{after}", encoding="utf-8")
 
 
+def default_output(sections: Sequence[str]) -> Path:
+    """results.json for every section; results.partial.json for some (never the table)."""
+    return HERE / ("results.json" if set(sections) == set(SECTIONS) else "results.partial.json")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sections", nargs="*", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
     parser.add_argument("--no-upstream", action="store_true", help="skip agent-framework-core")
-    parser.add_argument("--output", type=Path, default=HERE / "results.json")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="the JSON file to write (default: results.json, or results.partial.json "
+        "for a run of some sections)",
+    )
     parser.add_argument("--readme", action="store_true", help="refresh the table in README.md")
     args = parser.parse_args(argv)
+    partial = set(args.sections) != set(SECTIONS)
+    if args.readme and (partial or args.quick):
+        parser.error("--readme refreshes the whole table: it takes every section, not --quick")
+    if args.output is None:
+        args.output = default_output(args.sections)
 
     upstream = not args.no_upstream
     if upstream and not upstream_available():
@@ -331,7 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sizes=(10, 100) if quick else (10, 100, 1000), rounds=1 if quick else 3, log=log
         )
     info = machine()
-    with_history(rows, args.output, quick=quick)
+    full = not quick and not partial
+    with_history(rows, args.output, full=full)
     cells = table(rows)
     print()
     print(render_text(cells))
@@ -342,12 +370,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  NO  {r.section}: {r.case} = {_fmt(r.value)} {r.unit} (target {r.target})")
     changed = unsettled(rows)
     runs = max((len(r.extra.get("verdicts", ())) for r in targeted), default=0)
-    if not quick:
+    if full:
         print(f"verdicts changed within the last {runs} full run(s): {len(changed)}")
     for r in changed:
         history = " ".join(_verdict(v) for v in r.extra["verdicts"])
         print(f"  {history}  {_key(r)}")
-    payload = {"machine": info, "quick": quick, "rows": [r.as_dict() for r in rows]}
+    payload = {
+        "machine": info,
+        "quick": quick,
+        "full": full,  # only a full run's verdicts carry on (with_history)
+        "sections": list(args.sections),
+        "rows": [r.as_dict() for r in rows],
+    }
     args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     markdown = render_markdown(cells, info)
     args.output.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
