@@ -121,8 +121,17 @@ class TrajectoryStep:
         return " ".join(parts)
 
 
+#: whether each type met is a Mapping: the ABC check costs far more than a dict lookup,
+#: and a run's events hold few types (dicts in JSON form, messages and contents live)
+_IS_MAPPING: dict[type, bool] = {dict: True}
+
+
 def _get(item: Any, key: str, default: Any = None) -> Any:
-    if type(item) is dict or isinstance(item, Mapping):  # a transcript's JSON form: dicts
+    kind = type(item)
+    mapping = _IS_MAPPING.get(kind)
+    if mapping is None:
+        mapping = _IS_MAPPING[kind] = isinstance(item, Mapping)
+    if mapping:
         return item.get(key, default)
     return getattr(item, key, default)
 
