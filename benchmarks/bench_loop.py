@@ -291,37 +291,9 @@ def run(
                 if up is not None:
                     per_iter["upstream"][n] = up
                 for kind, own in zip(kinds, samples, strict=False):
-                    t = median(own) / n
-                    per_iter[kind][n] = t
-                    ratio = low = high = None
-                    note = MACHINE
-                    if up_samples is not None:
-                        ratio, low, high = paired_ratio(up_samples, own)
-                        note = interval_note(low, high, r)
-                    rows.append(
-                        Row(
-                            section="loop",
-                            case=f"{kind} {mode} {label} n={n}",
-                            value=1 / t,
-                            unit="iter/s (CPU)",
-                            upstream=None if up is None else 1 / up,
-                            ratio=ratio,
-                            target=">= 3x upstream" if ratio is not None else "",
-                            met=None if ratio is None else ratio >= 3.0,
-                            note=note,
-                            extra={
-                                "us_per_iter": t * 1e6,
-                                "upstream_us_per_iter": None if up is None else up * 1e6,
-                                "ratio_interval": None if low is None else [low, high],
-                            },
-                        )
-                    )
-                    log(
-                        rows[-1].case
-                        + f": {t * 1e6:.1f} us/iter"
-                        + ("" if up is None else f", upstream {up * 1e6:.1f} us/iter, x{ratio:.2f}")
-                        + ("" if low is None else f" [{low:.2f}-{high:.2f}]")
-                    )
+                    rows.append(_speed_row(f"{kind} {mode} {label} n={n}", own, up_samples, n, r))
+                    per_iter[kind][n] = rows[-1].extra["us_per_iter"] / 1e6
+                    log(_speed_line(rows[-1]))
             if history and len(sizes) > 1:
                 lo, hi = min(sizes), max(sizes)
                 for kind in ("LoopAgent", "middleware", "upstream"):
@@ -365,24 +337,62 @@ def cold_rows(rounds: int, log: Callable[[str], None]) -> list[Row]:
             partial(_collected, partial(upstream_once, WARM_N, **once)),
         ]
         own, up = interleaved(fns, rounds, clock=None)
-        ratio, low, high = paired_ratio(up, own)
-        t, u = median(own) / WARM_N, median(up) / WARM_N
-        rows.append(
-            Row(
-                section="loop",
-                case=f"middleware {mode} no session n={WARM_N}, cold caches",
-                value=1 / t,
-                unit="iter/s (CPU)",
-                upstream=1 / u,
-                ratio=ratio,
-                target="(reference)",
-                note="no warm-up run after the full collection; "
-                + interval_note(low, high, rounds),
-                extra={"us_per_iter": t * 1e6, "upstream_us_per_iter": u * 1e6},
-            )
-        )
-        log(f"{rows[-1].case}: {t * 1e6:.1f} us/iter, upstream {u * 1e6:.1f} us/iter, x{ratio:.2f}")
+        case = f"middleware {mode} no session n={WARM_N}, cold caches"
+        note = "no warm-up run after the full collection; "
+        rows.append(_speed_row(case, own, up, WARM_N, rounds, reference=note))
+        log(_speed_line(rows[-1]))
     return rows
+
+
+def _speed_row(
+    case: str,
+    own: list[float],
+    up_samples: list[float] | None,
+    n: int,
+    rounds: int,
+    *,
+    reference: str | None = None,
+) -> Row:
+    """A loop row from samples (seconds per run of ``n`` iterations): iterations per second
+    and, with upstream's samples of the same rounds, the paired ratio against the >= 3x
+    target; ``reference``: the row has no target, and its note begins with this text."""
+    t = median(own) / n
+    up = None if up_samples is None else median(up_samples) / n
+    ratio = low = high = None
+    note = MACHINE
+    if up_samples is not None:
+        ratio, low, high = paired_ratio(up_samples, own)
+        note = (reference or "") + interval_note(low, high, rounds)
+    target = ""
+    if ratio is not None:
+        target = "(reference)" if reference is not None else ">= 3x upstream"
+    return Row(
+        section="loop",
+        case=case,
+        value=1 / t,
+        unit="iter/s (CPU)",
+        upstream=None if up is None else 1 / up,
+        ratio=ratio,
+        target=target,
+        met=None if ratio is None or reference is not None else ratio >= 3.0,
+        note=note,
+        extra={
+            "us_per_iter": t * 1e6,
+            "upstream_us_per_iter": None if up is None else up * 1e6,
+            "ratio_interval": None if low is None else [low, high],
+        },
+    )
+
+
+def _speed_line(row: Row) -> str:
+    """The log line of a :func:`_speed_row` row."""
+    extra = row.extra
+    line = f"{row.case}: {extra['us_per_iter']:.1f} us/iter"
+    if row.ratio is not None:
+        low, high = extra["ratio_interval"]
+        line += f", upstream {extra['upstream_us_per_iter']:.1f} us/iter, x{row.ratio:.2f}"
+        line += f" [{low:.2f}-{high:.2f}]"
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> None:
