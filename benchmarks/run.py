@@ -126,8 +126,9 @@ def _verdict(met: bool | None) -> str:
     return "" if met is None else ("yes" if met else "NO")
 
 
-def _key(row: Row) -> str:
-    return f"{row.section}: {row.case}"
+def _key(section: str, case: str) -> str:
+    """What a row's verdict history is kept under (its case names no measured figure)."""
+    return f"{section}: {case}"
 
 
 def _was_full(payload: object) -> bool:
@@ -156,11 +157,11 @@ def with_history(rows: Sequence[Row], previous: Path, *, full: bool) -> None:
             for old in payload.get("rows", []):
                 verdicts = old.get("extra", {}).get("verdicts")
                 if isinstance(verdicts, list):
-                    before[f"{old['section']}: {old['case']}"] = verdicts
+                    before[_key(old["section"], old["case"])] = verdicts
     for row in rows:
         if row.met is None:
             continue
-        row.extra["verdicts"] = [*before.get(_key(row), []), row.met][-HISTORY:]
+        row.extra["verdicts"] = [*before.get(_key(row.section, row.case), []), row.met][-HISTORY:]
 
 
 def unsettled(rows: Sequence[Row]) -> list[Row]:
@@ -374,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"verdicts changed within the last {runs} full run(s): {len(changed)}")
     for r in changed:
         history = " ".join(_verdict(v) for v in r.extra["verdicts"])
-        print(f"  {history}  {_key(r)}")
+        print(f"  {history}  {_key(r.section, r.case)}")
     payload = {
         "machine": info,
         "quick": quick,

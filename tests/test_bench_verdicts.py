@@ -105,5 +105,6 @@ def test_a_run_of_some_sections_never_writes_the_table_nor_the_readme(bench: Mod
     with pytest.raises(SystemExit) as refused:
         bench.main(["--sections", "loop", "--readme"])
     assert refused.value.code == 2
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as quick:
         bench.main(["--quick", "--readme"])
+    assert quick.value.code == 2
