@@ -48,8 +48,23 @@ def test_the_model_seam_example_records_replays_and_catches_a_changed_tool(
 
 
 def test_recording_page_names_the_client_versions_it_was_tested_with() -> None:
+    """The page, the dev extra's pins and what this run imports name the same versions, so
+    a new client release changes none of them until someone bumps all three."""
     from importlib.metadata import version
 
+    import tomllib
+
     text = PAGE.read_text(encoding="utf-8")
+    project = tomllib.loads((PAGE.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    pins = dict(
+        requirement.split("==", 1)
+        for requirement in project["project"]["optional-dependencies"]["dev"]
+        if "==" in requirement
+    )
     for name in ("agent-framework-core", "agent-framework-openai", "openai"):
-        assert f"{name} {version(name)}" in text, name
+        assert f"{name} {pins[name]}" in text, (
+            f"docs/recording.md does not name {name} {pins[name]}"
+        )
+        assert version(name) == pins[name], (
+            f"{name} {version(name)} is installed, not the pinned {pins[name]}: reinstall '.[dev]'"
+        )
