@@ -225,7 +225,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
     _put_back(session.config, kept)
     from . import _files, _supervise  # noqa: PLC0415
 
-    _files.sync_folders()  # the transcripts' folders, once each (see write_atomic)
+    _files.sync_folders()  # the transcripts and their folders, once (see write_atomic)
 
     _supervise.record_verdict(int(session.exitstatus))
     return result
@@ -470,9 +470,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _write_transcript(result: ScenarioResult, folder: Path, name: str | None = None) -> Path | None:
     """Write the run's transcript; a failed write is noted on the result, never raised
-    (it would hide the scenario's own outcome)."""
+    (it would hide the scenario's own outcome). Not flushed file by file: the session's
+    end flushes them all at once (pytest_sessionfinish, see write_atomic)."""
     try:
-        return result.write_transcript(folder, name=name)
+        return result.write_transcript(folder, name=name, durable=False)
     except OSError as exc:
         result.write_problem = f"could not write the transcript into {folder}: {exc}"
         return None

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import loopsim
+from loopsim import _files as loopsim_files
 from loopsim._files import safe_file_stem, sync_folders, write_atomic
 
 
@@ -153,6 +154,56 @@ def test_each_file_is_flushed_before_its_rename_and_each_folder_once_at_the_end(
     assert sorted(seen["folders"]) == sorted([str(one.resolve()), str(two.resolve())])
     sync_folders()
     assert len(seen["folders"]) == 2  # nothing written since: nothing to flush
+
+
+def _file_systems_synced(monkeypatch: pytest.MonkeyPatch, *, works: bool) -> list[str]:
+    """Record each whole-file-system flush sync_folders asks for (and do it, or fail)."""
+    asked: list[str] = []
+    real = loopsim_files._sync_file_system
+
+    def recording(folder: str, done: set[int]) -> bool:
+        asked.append(folder)
+        return real(folder, done) if works else False
+
+    monkeypatch.setattr(loopsim_files, "_sync_file_system", recording)
+    return asked
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux's")
+def test_files_written_not_durable_are_flushed_together_when_the_run_ends(
+    tmp_path: Path, fsyncs: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = _file_systems_synced(monkeypatch, works=True)
+    one, two = tmp_path / "one", tmp_path / "two"
+    for i in range(5):
+        write_atomic(one / f"{i}.txt", str(i), durable=False)
+    write_atomic(two / "x.txt", "x", durable=False)
+    assert (one / "3.txt").read_text() == "3"  # readable at once, under its name
+    assert fsyncs == {"files": [], "folders": []}  # nothing flushed per file
+    sync_folders()
+    assert sorted(asked) == sorted([str(one), str(two)])  # one syncfs covers both folders
+    assert fsyncs == {"files": [], "folders": []}
+    write_atomic(one / "kept.txt", "kept")  # durable, as before: its own fsync
+    sync_folders()
+    assert len(asked) == 2  # a folder of durable files only is not flushed whole
+    assert len(fsyncs["files"]) == 1
+    assert fsyncs["folders"] == [str(one.resolve())]
+
+
+def test_without_syncfs_each_file_written_not_durable_is_flushed_at_the_end(
+    tmp_path: Path, fsyncs: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _file_systems_synced(monkeypatch, works=False)
+    folder = tmp_path / "out"
+    for name in ("a", "b", "c"):
+        write_atomic(folder / f"{name}.txt", name, durable=False)
+    (folder / "b.txt").unlink()  # gone before the end: nothing of ours left to flush
+    assert fsyncs["files"] == []
+    sync_folders()
+    assert sorted(Path(p).name for p in fsyncs["files"]) == ["a.txt", "c.txt"]
+    assert fsyncs["folders"] == [str(folder.resolve())]
+    sync_folders()
+    assert len(fsyncs["files"]) == 2  # flushed once, not again
 
 
 EXITING = """

@@ -155,6 +155,19 @@ def test_invalid_utf8_raises_transcript_error(tmp_path: Path) -> None:
         loopsim.read_transcript(path)
 
 
+@given(cut=st.integers(min_value=0))
+@settings(max_examples=60, deadline=None)
+def test_a_transcript_cut_short_anywhere_is_refused_never_read_as_another(
+    tmp_path_factory: pytest.TempPathFactory, cut: int
+) -> None:
+    # What a machine crash can leave of a transcript written with durable=False.
+    whole = FIXTURE.read_bytes().rstrip()
+    path = tmp_path_factory.mktemp("cut") / "cut.transcript.json"
+    path.write_bytes(whole[: cut % len(whole)])
+    with pytest.raises(TranscriptError, match=r"empty|not valid JSON|not UTF-8"):
+        loopsim.read_transcript(path)
+
+
 @pytest.mark.parametrize("crash_in", ["serialize", "replace", "fsync"])
 def test_an_interrupted_write_leaves_the_old_file_intact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_in: str

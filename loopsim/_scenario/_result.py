@@ -94,15 +94,18 @@ class ScenarioResult:
     def passed(self) -> bool:
         return not self.failures
 
-    def write_transcript(self, folder: Path, *, name: str | None = None) -> Path | None:
+    def write_transcript(
+        self, folder: Path, *, name: str | None = None, durable: bool = True
+    ) -> Path | None:
         """Write ``<name>.transcript.json`` into ``folder`` (None when unavailable);
         ``name`` replaces the scenario's name in the file name (two scenarios of one
-        name in a run)."""
+        name in a run); ``durable`` as for :func:`~loopsim.write_transcript`."""
         if self.transcript is None:
             return None
         return write_transcript(  # (write_atomic makes the folder when it is missing)
             file_in(folder, self.name if name is None else name, ".transcript.json"),
             self.transcript,
+            durable=durable,
         )
 
     def tail(self, count: int) -> list[str]:

@@ -306,6 +306,7 @@ def write_transcript(
     transcript: Transcript,
     *,
     secret_patterns: Sequence[str] = (),
+    durable: bool = True,
 ) -> Path:
     """Write ``transcript`` to ``path`` atomically and return the path.
 
@@ -316,7 +317,10 @@ def write_transcript(
     :class:`~loopsim.TranscriptError` naming its line, column and event, and nothing is
     written. Then it goes to a temporary file in the same directory, flushed to disk and
     renamed over ``path`` (``os.replace``), so a crash at any point leaves either the old
-    file or the new one.
+    file or the new one. ``durable=False`` leaves out the flush per file, for a run's many
+    transcripts: they are flushed together when the run ends (``sync_folders``; the pytest
+    plugin and the CLI do this), and until then only a crash of the machine, not of the
+    process, can cut one short.
     """
     text = transcript.to_json()
     found = Redactor(patterns=secret_patterns).find(text)
@@ -328,7 +332,7 @@ def write_transcript(
             "(RecordingChatClient(secrets=..., secret_patterns=...)) or remove it",
             path=Path(path),
         )
-    return write_atomic(path, text)
+    return write_atomic(path, text, durable=durable)
 
 
 def _event_at(text: str, position: int) -> str:
