@@ -454,3 +454,19 @@ def test_a_failure_points_at_the_line_of_the_expected_step_at_fault() -> None:
         failure.line
         == text.splitlines().index("      - {tool: get_news, args: {symbol: AAPL}}") + 1
     )
+
+
+SHIPPED = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.loopsim.yaml"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in SHIPPED if "trajector" in p.read_text(encoding="utf-8")],
+    ids=lambda p: p.name.split(".")[0],
+)
+def test_a_scenario_that_ran_still_equals_a_fresh_load_of_its_file(path: Path) -> None:
+    # The compiled trajectories the models keep are part of their equality.
+    ran, fresh = loopsim.load_scenario(path), loopsim.load_scenario(path)
+    loopsim.run_scenario(ran)
+    assert ran.scenario == fresh.scenario
+    assert ran.scenario.model_dump() == fresh.scenario.model_dump()

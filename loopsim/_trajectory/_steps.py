@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._matchers import show
@@ -55,6 +55,37 @@ class HostMark:
     index: int | None = None
 
 
+class _Request:
+    """A model request's messages. Its ``sent`` lines are made when first read: most
+    checks never read them, and a step per request would otherwise build them."""
+
+    __slots__ = ("_listed", "_sent", "count")
+
+    def __init__(self, messages: Any) -> None:
+        listed = messages if _is(messages, Sequence) else list(messages or ())
+        self._listed: Sequence[Any] = listed
+        self._sent: str | None = None
+        self.count = len(listed)
+
+    @property
+    def sent(self) -> str:
+        if self._sent is None:
+            self._sent = _sent_lines(self._listed, self.count)
+            self._listed = ()
+        return self._sent
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Request):
+            return NotImplemented
+        return self.count == other.count and self.sent == other.sent
+
+    def __hash__(self) -> int:
+        return hash((self.count, self.sent))
+
+    def __repr__(self) -> str:
+        return f"_Request(count={self.count}, sent={self.sent!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class TrajectoryStep:
     """One step a run took (see the module docstring for the four kinds)."""
@@ -71,15 +102,24 @@ class TrajectoryStep:
     #: ``tool``: whether the host approved the call; ``host`` approve: the answer given
     approved: bool | None = None
     text: str | None = None
-    #: ``says`` and ``tool``: the messages of the request that got this answer (or asked
-    #: for this call) after the model's last answer, one line each (``user(reviewer):
-    #: text``), and how many messages the request held in all
-    sent: str | None = None
-    messages: int | None = None
+    #: ``says`` and ``tool``: the request that got this answer (or asked for this call);
+    #: read through ``sent`` and ``messages``
+    request: _Request | None = None
     task: int | None = None
     status: str | None = None
     #: the index of the event it came from (of the next event, for a host step)
     position: int = 0
+
+    @property
+    def sent(self) -> str | None:
+        """The request's messages after the model's last answer, one line each
+        (``user(reviewer): text``)."""
+        return None if self.request is None else self.request.sent
+
+    @property
+    def messages(self) -> int | None:
+        """How many messages the request held in all."""
+        return None if self.request is None else self.request.count
 
     def field(self, key: str) -> Any:
         """The value a step pattern's ``key`` is compared with."""
@@ -121,17 +161,22 @@ class TrajectoryStep:
         return " ".join(parts)
 
 
-#: whether each type met is a Mapping: the ABC check costs far more than a dict lookup,
-#: and a run's events hold few types (dicts in JSON form, messages and contents live)
-_IS_MAPPING: dict[type, bool] = {dict: True}
+#: whether each type met is a Mapping, a Sequence: the ABC check costs far more than a
+#: dict lookup, and a run's events hold few types (dicts and lists in JSON form, messages,
+#: contents and message views live)
+_IS: dict[tuple[type, type], bool] = {(dict, Mapping): True, (list, Sequence): True}
+
+
+def _is(item: Any, abc: type) -> bool:
+    key = (type(item), abc)
+    known = _IS.get(key)
+    if known is None:
+        known = _IS[key] = isinstance(item, abc)
+    return known
 
 
 def _get(item: Any, key: str, default: Any = None) -> Any:
-    kind = type(item)
-    mapping = _IS_MAPPING.get(kind)
-    if mapping is None:
-        mapping = _IS_MAPPING[kind] = isinstance(item, Mapping)
-    if mapping:
+    if _is(item, Mapping):
         return item.get(key, default)
     return getattr(item, key, default)
 
@@ -170,16 +215,14 @@ def _line(message: Any) -> str:
     return f"{who}: {''.join(parts)}"
 
 
-def _request(messages: Any) -> tuple[str, int]:
-    """(the messages after the last assistant one, one line each; how many in all).
+def _sent_lines(listed: Sequence[Any], count: int) -> str:
+    """The messages after the last assistant one, one line each.
 
     Read from the end: a long run's requests carry its whole history."""
-    listed = messages if isinstance(messages, Sequence) else list(messages or ())
-    count = len(listed)
     start = count
     while start > 0 and _get(listed[start - 1], "role") != "assistant":
         start -= 1
-    return "\n".join(_line(listed[i]) for i in range(start, count)), count
+    return "\n".join(_line(listed[i]) for i in range(start, count))
 
 
 def _arguments(value: Any) -> Mapping[str, Any]:
@@ -204,8 +247,8 @@ def trajectory_of(
     approvals: list[int] = []  # positions of approve: true host steps
     last_status: dict[Any, str] = {}
     calls: dict[tuple[Any, Any], int] = {}  # (agent, call id) -> index of its tool step
-    requests: dict[Any, tuple[str | None, int | None]] = {}  # agent -> its latest request
-    turn_of: dict[tuple[Any, Any], tuple[str | None, int | None]] = {}  # call -> its request
+    requests: dict[Any, _Request] = {}  # agent -> its latest request
+    turn_of: dict[tuple[Any, Any], _Request | None] = {}  # call -> its request
     next_mark = 0
 
     def iteration() -> int | None:
@@ -233,15 +276,14 @@ def trajectory_of(
             if data.get("reason") == "approval_pending":
                 paused.append(position)
         elif kind == "model_request":
-            requests[agent] = _request(data.get("messages"))
+            requests[agent] = _Request(data.get("messages"))
         elif kind == "model_response":
             for _, content in _contents(data.get("messages")):
                 if _get(content, "type") == "function_call":
                     asked[agent, _get(content, "call_id")] = position
-                    turn_of[agent, _get(content, "call_id")] = requests.get(agent, (None, None))
+                    turn_of[agent, _get(content, "call_id")] = requests.get(agent)
             text = _text_of(data.get("messages"))
             if text:
-                sent, count = requests.get(agent, (None, None))
                 steps.append(
                     TrajectoryStep(
                         "says",
@@ -249,17 +291,15 @@ def trajectory_of(
                         agent,
                         iteration(),
                         text=text,
-                        sent=sent,
-                        messages=count,
+                        request=requests.get(agent),
                         position=position,
                     )
                 )
         elif kind == "tool_result":
             at = calls.pop((agent, data.get("call_id")), None)
-            if at is not None:
-                steps[at] = replace(steps[at], result=data.get("result"))
+            if at is not None:  # the step is this function's own until it returns
+                object.__setattr__(steps[at], "result", data.get("result"))
         elif kind == "hosted_tool":  # the model's service ran it: call and result at once
-            sent, count = requests.get(agent, (None, None))
             steps.append(
                 TrajectoryStep(
                     "tool",
@@ -270,8 +310,7 @@ def trajectory_of(
                     args=_arguments(data.get("arguments")),
                     result=data.get("result"),
                     approved=False,
-                    sent=sent,
-                    messages=count,
+                    request=requests.get(agent),
                     position=position,
                 )
             )
@@ -280,7 +319,6 @@ def trajectory_of(
             ask = asked.get((agent, data.get("call_id")))
             between = paused if hosts is None else approvals
             approved = ask is not None and any(ask < p <= position for p in between)
-            sent, count = turn_of.get((agent, data.get("call_id")), (None, None))
             steps.append(
                 TrajectoryStep(
                     "tool",
@@ -290,8 +328,7 @@ def trajectory_of(
                     name=data.get("name"),
                     args=_arguments(data.get("arguments")),
                     approved=approved,
-                    sent=sent,
-                    messages=count,
+                    request=turn_of.get((agent, data.get("call_id"))),
                     position=position,
                 )
             )

@@ -7,9 +7,10 @@ and a JSON Schema, and hand the checked mapping to that layer.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar, cast
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..._trajectory import (
@@ -73,8 +74,23 @@ MATCHER_SCHEMA: dict[str, Any] = {
         {"type": "object", "not": {"anyOf": [{"required": [k]} for k in MATCHER_KEYS]}},
     ],
 }
+_T = TypeVar("_T")
 #: editors see one definition (``$defs.Matcher``), which ``loopsim schema`` adds
 MatcherValue = Annotated[Any, BeforeValidator(_matcher), WithJsonSchema({MATCHER_MARK: True})]
+
+
+def _once(model: StrictModel, name: str, make: Callable[[], _T]) -> _T:
+    """``model``'s private ``name``, made by ``make`` the first time it is asked for.
+
+    A frozen model's fields never change, so neither does what is compiled from them; read
+    from the private values' dict (pydantic's attribute path for them costs far more)."""
+    private = model.__pydantic_private__
+    if private is None:  # pragma: no cover - only a model without private attributes
+        return make()
+    value = private.get(name)
+    if value is None:
+        value = private[name] = make()
+    return cast("_T", value)
 
 
 class StepPatternSpec(StrictModel):
@@ -100,13 +116,19 @@ class StepPatternSpec(StrictModel):
     after: Seconds | None = None
     at_most: Count | None = None
     at_least: Count | None = None
+    #: the pattern, compiled once, when the step is validated: each run's check would
+    #: compile it again. Every validated step holds its own, and equal steps compile to
+    #: equal patterns, so the models' equality (which compares these too) still holds.
+    _pattern: StepPattern | None = PrivateAttr(default=None)
 
     def raw(self) -> dict[str, Any]:
         """The mapping as written (only the keys given)."""
         return {key: getattr(self, key) for key in self.model_fields_set}
 
     def pattern(self, *, never: bool = False) -> StepPattern:
-        return pattern_of(self.raw(), never=never)
+        if never:
+            return pattern_of(self.raw(), never=True)
+        return _once(self, "_pattern", lambda: pattern_of(self.raw()))
 
     @model_validator(mode="after")
     def _a_step(self) -> StepPatternSpec:
@@ -132,6 +154,8 @@ class TrajectorySpec(StrictModel):
     #: the kinds of the run's steps compared (default: tool, says, task, and host when a
     #: step names one)
     kinds: list[Literal["tool", "says", "task", "host"]] | None = Field(default=None, min_length=1)
+    #: compiled once, when validated, as each step's pattern (see StepPatternSpec._pattern)
+    _trajectory: Trajectory | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _window(self) -> TrajectorySpec:
@@ -141,17 +165,22 @@ class TrajectorySpec(StrictModel):
                 "after {after:g}s is later than by {by:g}s: no step fits",
                 {"after": self.after, "by": self.by},
             )
+        self.trajectory()  # compiled now, as each step is: equal specs hold equal ones
         return self
 
     def trajectory(self) -> Trajectory:
-        return Trajectory(
-            tuple(s.pattern() for s in self.steps),
-            self.mode,
-            self.agent,
-            self.per_iteration,
-            self.by,
-            self.after,
-            None if self.kinds is None else tuple(self.kinds),
+        return _once(
+            self,
+            "_trajectory",
+            lambda: Trajectory(
+                tuple(s.pattern() for s in self.steps),
+                self.mode,
+                self.agent,
+                self.per_iteration,
+                self.by,
+                self.after,
+                None if self.kinds is None else tuple(self.kinds),
+            ),
         )
 
 
