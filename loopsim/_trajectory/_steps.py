@@ -122,20 +122,11 @@ class TrajectoryStep:
         return None if self.request is None else self.request.count
 
     def field(self, key: str) -> Any:
-        """The value a step pattern's ``key`` is compared with."""
-        return {
-            "tool": self.name if self.kind == "tool" else None,
-            "host": self.name if self.kind == "host" else None,
-            "says": self.text,
-            "sent": self.sent,
-            "messages": self.messages,
-            "agent": self.agent,
-            "iteration": self.iteration,
-            "approved": self.approved,
-            "result": self.result,
-            "task": self.task,
-            "status": self.status,
-        }[key]
+        """The value a step pattern's ``key`` is compared with (only that one is read:
+        ``sent`` is made when first read)."""
+        if key in {"tool", "host"}:
+            return self.name if self.kind == key else None
+        return getattr(self, _FIELD_ATTRIBUTES[key])
 
     def render(self) -> str:
         """``tool get_quote({"symbol": "MSFT"})``, ``says "hi"``, ``task 2 completed``..."""
@@ -159,6 +150,20 @@ class TrajectoryStep:
         if self.iteration is not None:
             parts.append(f"it {self.iteration}")
         return " ".join(parts)
+
+
+#: the attribute a step pattern's key reads (besides ``tool`` and ``host``, see field)
+_FIELD_ATTRIBUTES = {
+    "says": "text",
+    "sent": "sent",
+    "messages": "messages",
+    "agent": "agent",
+    "iteration": "iteration",
+    "approved": "approved",
+    "result": "result",
+    "task": "task",
+    "status": "status",
+}
 
 
 #: whether each type met is a Mapping, a Sequence: the ABC check costs far more than a
