@@ -55,13 +55,12 @@ def test_a_folder_removed_between_writes_is_made_again(tmp_path: Path) -> None:
 
 _KILLED_MID_WRITE = """
 import os, signal, sys
-from pathlib import Path
 import loopsim._files as files
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)  # the temporary is written, the rename never comes
 
-Path.replace = die
+os.replace = die
 files.write_atomic(sys.argv[1], "x" * 100_000)
 """
 
@@ -204,6 +203,42 @@ def test_without_syncfs_each_file_written_not_durable_is_flushed_at_the_end(
     assert fsyncs["folders"] == [str(folder.resolve())]
     sync_folders()
     assert len(fsyncs["files"]) == 2  # flushed once, not again
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_file_already_holding_the_text_is_kept_with_a_fresh_time(
+    tmp_path: Path, fsyncs: dict[str, list[str]], durable: bool
+) -> None:
+    target = tmp_path / "t.json"
+    write_atomic(target, "same text", durable=durable)
+    before = target.stat()
+    os.utime(target, (1_000_000, 1_000_000))  # an old file
+    flushed = len(fsyncs["files"])
+    assert write_atomic(target, "same text", durable=durable) == target
+    after = target.stat()
+    assert after.st_ino == before.st_ino  # not replaced
+    assert after.st_mtime > 1_000_000  # the time of this write, as a rewrite gives
+    assert target.read_text() == "same text"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]  # no temporary left
+    # durable: flushed all the same (another run may have written it unflushed)
+    assert len(fsyncs["files"]) == flushed + (1 if durable else 0)
+    write_atomic(target, "also text", durable=durable)  # same size, other bytes
+    assert target.read_text() == "also text"
+    assert target.stat().st_ino != before.st_ino  # written anew, by rename
+    for longer in ("same text!", "same tex"):  # a size of its own: not even read
+        write_atomic(target, longer, durable=durable)
+        assert target.read_text() == longer
+
+
+def test_a_link_holding_the_text_is_replaced_by_a_file_as_before(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("same", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, "same")  # the link is replaced by a file, as before
+    assert not link.is_symlink()
+    assert link.read_text() == "same"
+    assert real.read_text() == "same"
 
 
 EXITING = """

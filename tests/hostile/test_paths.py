@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopsim._files import UnsafePathError, file_in, safe_file_stem
+from loopsim._files import UnsafePathError, check_inside, file_in, safe_file_stem
 from loopsim._scenario import load_scenario_text, run_scenario
 from loopsim._scenario._check import snapshot_path
 from loopsim._scenario._model import cassette_path as scenario_cassette
@@ -130,6 +130,44 @@ def test_a_planted_symlink_cannot_lead_a_cassette_out(tmp_path: Path) -> None:
     (folder / "greet.transcript.json").symlink_to(outside)
     with pytest.raises(UnsafePathError, match="outside"):
         file_in(folder, "greet", ".transcript.json")
+
+
+@pytest.mark.parametrize("there", ["nothing", "file", "folder", "link in", "link out", "loop"])
+@pytest.mark.parametrize("name", ["greet", *HOSTILE[:6]])
+def test_file_in_refuses_exactly_what_resolving_both_paths_refuses(
+    tmp_path: Path, there: str, name: str
+) -> None:
+    # file_in resolves neither path when the file is missing or not a link; its verdict
+    # must still be the full check's, whatever is at the name, the folder itself a link.
+    real = tmp_path / "real"
+    real.mkdir()
+    folder = tmp_path / "folder"
+    folder.symlink_to(real)
+    leaf = real / f"{safe_file_stem(name)}.transcript.json"
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}", encoding="utf-8")
+    if there == "file":
+        leaf.write_text("{}", encoding="utf-8")
+    elif there == "folder":
+        leaf.mkdir()
+    elif there == "link in":
+        (real / "other.json").write_text("{}", encoding="utf-8")
+        leaf.symlink_to(real / "other.json")
+    elif there == "link out":
+        leaf.symlink_to(outside)
+    elif there == "loop":
+        leaf.symlink_to(leaf)
+    full: Exception | None = None
+    try:
+        check_inside(folder, folder / leaf.name)
+    except (UnsafePathError, RuntimeError) as exc:  # a link loop: RuntimeError on 3.11
+        full = exc
+    if full is None:
+        assert file_in(folder, name, ".transcript.json") == folder / leaf.name
+    else:
+        with pytest.raises(type(full)):
+            file_in(folder, name, ".transcript.json")
+    assert (there == "link out") == isinstance(full, UnsafePathError)
 
 
 def test_record_once_then_replay_with_a_hostile_scenario_name(pytester: pytest.Pytester) -> None:

@@ -222,3 +222,26 @@ def test_invisible_characters_anywhere_in_a_key_do_not_hide_it(
     assert secret not in plain
     assert plain.startswith(before)
     assert Redactor().find(json.dumps(before + text, ensure_ascii=False)) is not None
+
+
+def test_the_environment_is_read_again_when_it_changes_between_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The environment's secret values are remembered between writes (reading them cost
+    # a transcript about 50 us); a variable set, changed or removed after a write is seen
+    # by the next one all the same.
+    agent = loopsim.Agent(ScriptedChatClient([f"it is {ENV_VALUE}"] * 4), name="a")
+    _, transcript = loopsim.record(agent.run, "hi")
+    target = tmp_path / "t.transcript.json"
+    monkeypatch.delenv(ENV_NAME, raising=False)
+    loopsim.write_transcript(target, transcript)  # not a secret yet
+    monkeypatch.setenv(ENV_NAME, ENV_VALUE)
+    with pytest.raises(loopsim.TranscriptError, match="a known secret value"):
+        loopsim.write_transcript(target, transcript)
+    monkeypatch.setenv(ENV_NAME, "another-long-value")
+    loopsim.write_transcript(target, transcript)
+    monkeypatch.setenv(ENV_NAME, ENV_VALUE)
+    with pytest.raises(loopsim.TranscriptError, match="a known secret value"):
+        loopsim.write_transcript(target, transcript)
+    monkeypatch.delenv(ENV_NAME)
+    loopsim.write_transcript(target, transcript)
