@@ -81,6 +81,12 @@ def _write(value: Any, out: list[str], newline: str) -> None:
                 out.append(f"{separator}{name}: null")
             elif known is int:
                 out.append(f"{separator}{name}: {int.__repr__(item)}")
+            elif known is float:
+                out.append(f"{separator}{name}: {_float(item)}")
+            elif known is bool:
+                out.append(f"{separator}{name}: {'true' if item else 'false'}")
+            elif not item and (known is dict or known is list):
+                out.append(f"{separator}{name}: {'{}' if known is dict else '[]'}")
             else:
                 out.append(f"{separator}{name}: ")
                 _write(item, out, inner)
