@@ -88,6 +88,11 @@ def max_depth_problem(value: Any, limit: int) -> str | None:
 # -- writing ------------------------------------------------------------------------------
 
 
+#: ``json.dumps(value, sort_keys=True, ensure_ascii=False)`` without making an encoder per
+#: call. sort_keys: dict order must not matter; the text tells 1, 1.0 and true apart.
+_canonical = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 class _Encoder:
     """Finds, for each request, runs of messages an earlier event already holds."""
 
@@ -101,8 +106,7 @@ class _Encoder:
     def key(self, message: Any) -> str:
         cached = self.keys.get(id(message))
         if cached is None:
-            # sort_keys: dict order must not matter; the text tells 1, 1.0 and true apart
-            cached = json.dumps(message, sort_keys=True, ensure_ascii=False)
+            cached = _canonical(message)
             self.keys[id(message)] = cached
             self.alive.append(message)
         return cached
