@@ -19,8 +19,10 @@ the children's ``getrusage`` for subprocesses), each per scenario file:
   when it is read), ``transcript writing`` (``write_transcript`` of one run);
 * ``pytest reporting``: the pytest item's cost less the in-process stages it runs;
 * ``--loopsim-transcripts / without``: the CPU of the whole suite with the option over
-  without it, in alternating rounds (target <= 1.3x); its wall time the same way (a
-  reference row: the disk's share);
+  without it, in alternating rounds, each run writing into a new folder as on a fresh
+  clone (target <= 1.3x); its wall time the same way (a reference row: the disk's share);
+  and a run into the folder of the previous round (a reference row: a rerun finds its
+  transcripts there byte for byte and leaves them);
 * ``steps that matter``: the shipped scenarios (without ``vary:``) run with the search
   for steps nothing checks (one more run per ``advance``, ``approve``, ``restart`` and
   ``release_session`` step) over run without it, in-process, paired (a reference row;
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import sys
 import tempfile
 import time
@@ -120,7 +123,8 @@ def subprocess_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
         big = _suite(root, "big", files)
         noop_small = _suite(root, "noop_small", base, noop=True)
         noop_big = _suite(root, "noop_big", files, noop=True)
-        out = root / "transcripts"
+        fresh = itertools.count()  # a new folder per run, as on CI's fresh clone
+        reused = root / "transcripts-reused"
         wall_without: list[float] = []
         wall_with: list[float] = []
         fns: list[Callable[[], object]] = [
@@ -131,10 +135,13 @@ def subprocess_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
             lambda: _pytest_cpu(big, walls=wall_without),
             lambda: _pytest_cpu(noop_small),
             lambda: _pytest_cpu(noop_big),
-            lambda: _pytest_cpu(big, f"--loopsim-transcripts={out}", walls=wall_with),
+            lambda: _pytest_cpu(
+                big, f"--loopsim-transcripts={root / f'transcripts-{next(fresh)}'}", walls=wall_with
+            ),
+            lambda: _pytest_cpu(big, f"--loopsim-transcripts={reused}"),
         ]
         s = interleaved(fns, rounds, clock=None)
-        start, co_small, co_big, run_small, run_big, noop_s, noop_b, with_t = s
+        start, co_small, co_big, run_small, run_big, noop_s, noop_b, with_t, with_reused = s
     item = _marginal(run_big, run_small, files, base)
     noop = _marginal(noop_b, noop_s, files, base)
     rows.append(_row("start + imports (pytest on one file)", median(start), "s CPU"))
@@ -162,6 +169,18 @@ def subprocess_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
             unit="x CPU",
             target="<= 1.3x",
             met=ratio <= 1.3,
+            note=interval_note(low, high, rounds),
+        )
+    )
+    # A reference: a rerun into the folder of the last run finds most transcripts there
+    # already, byte for byte, and leaves them (write_atomic). Its first round is fresh.
+    ratio, low, high = paired_ratio(with_reused, run_big)
+    rows.append(
+        Row(
+            section="stages",
+            case=f"--loopsim-transcripts / without, a folder reused ({files} files)",
+            value=ratio,
+            unit="x CPU",
             note=interval_note(low, high, rounds),
         )
     )
