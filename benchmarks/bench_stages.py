@@ -160,42 +160,16 @@ def subprocess_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
         )
     )
     rows.append(_row("no-op YAML item (pytest's floor)", noop * 1e3, "ms CPU/item"))
-    ratio, low, high = paired_ratio(with_t, run_big)
-    rows.append(
-        Row(
-            section="stages",
-            case=f"--loopsim-transcripts / without ({files} files)",
-            value=ratio,
-            unit="x CPU",
-            target="<= 1.3x",
-            met=ratio <= 1.3,
-            note=interval_note(low, high, rounds),
-        )
-    )
+    case = f"--loopsim-transcripts / without ({files} files)"
+    rows.append(_ratio_row(case, with_t, run_big, "x CPU", limit=1.3))
     # A reference: a rerun into the folder of the last run finds most transcripts there
     # already, byte for byte, and leaves them (write_atomic). Its first round is fresh.
-    ratio, low, high = paired_ratio(with_reused, run_big)
-    rows.append(
-        Row(
-            section="stages",
-            case=f"--loopsim-transcripts / without, a folder reused ({files} files)",
-            value=ratio,
-            unit="x CPU",
-            note=interval_note(low, high, rounds),
-        )
-    )
+    case = f"--loopsim-transcripts / without, a folder reused ({files} files)"
+    rows.append(_ratio_row(case, with_reused, run_big, "x CPU"))
     # A reference: the transcripts' flush waits on the disk, and the file system's flush at
     # the session's end is partly the kernel's CPU, not the process's (see write_atomic).
-    ratio, low, high = paired_ratio(wall_with, wall_without)
-    rows.append(
-        Row(
-            section="stages",
-            case=f"--loopsim-transcripts / without, wall ({files} files)",
-            value=ratio,
-            unit="x wall",
-            note=f"{MACHINE}; {interval_note(low, high, rounds)}",
-        )
-    )
+    case = f"--loopsim-transcripts / without, wall ({files} files)"
+    rows.append(_ratio_row(case, wall_with, wall_without, "x wall", machine=True))
     for row in rows:
         log(f"{row.case}: {row.value:.3f} {row.unit}")
     return rows
@@ -203,6 +177,29 @@ def subprocess_rows(files: int, rounds: int, log: Callable[[str], None]) -> list
 
 def _row(case: str, value: float, unit: str) -> Row:
     return Row(section="stages", case=case, value=value, unit=unit, note=MACHINE)
+
+
+def _ratio_row(
+    case: str,
+    over: list[float],
+    under: list[float],
+    unit: str,
+    *,
+    limit: float | None = None,
+    machine: bool = False,
+) -> Row:
+    """The paired ratio ``over / under`` as a row; with ``limit``, its target ``<= limit``."""
+    ratio, low, high = paired_ratio(over, under)
+    note = interval_note(low, high, len(over))
+    return Row(
+        section="stages",
+        case=case,
+        value=ratio,
+        unit=unit,
+        target="" if limit is None else f"<= {limit:g}x",
+        met=None if limit is None else ratio <= limit,
+        note=f"{MACHINE}; {note}" if machine else note,
+    )
 
 
 def _timed(fn: Callable[[], Any]) -> float:

@@ -82,25 +82,33 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, durable: bool = Tru
         _cleaned.add(folder)
     data = text.encode("utf-8")
     try:
-        status = os.lstat(name)
+        status: os.stat_result | None = os.lstat(name)
     except OSError:
-        mode = None
+        status = None
+    if status is not None and _holds(name, status, data):
+        _touch(name)
+        if durable:
+            _fsync_path(name)  # it may be another run's unflushed write
     else:
-        if stat.S_ISREG(status.st_mode) and status.st_size == len(data) and _holds(name, data):
-            _touch(name)
-            if durable:
-                _fsync_path(name)  # it may be another run's unflushed write
-            else:
-                _unflushed.setdefault(folder, []).append(name)
-            _unsynced.add(folder)
-            return target
-        mode = _mode(name, status)
+        mode = None if status is None else _mode(name, status)
+        _replace(name, folder, leaf, data, mode, durable=durable)
+    if not durable:  # before the folder is listed: sync_folders takes both, in that order
+        _unflushed.setdefault(folder, []).append(name)
+    _unsynced.add(folder)
+    return target
+
+
+def _replace(
+    name: str, folder: str, leaf: str, data: bytes, mode: int | None, *, durable: bool
+) -> None:
+    """Write ``data`` to a new temporary next to ``name`` (``folder/leaf``) and rename it
+    over ``name``; the temporary is removed when that fails."""
     tmp = os.path.join(folder, f".{leaf}.{os.getpid()}.{next(_counter)}{_TMP_SUFFIX}")  # noqa: PTH118
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(tmp, flags, 0o666)
     except FileNotFoundError:  # the folder was removed after this process first wrote in it
-        target.parent.mkdir(parents=True, exist_ok=True)
+        Path(folder).mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -116,14 +124,12 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, durable: bool = Tru
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # noqa: PTH108
         raise
-    if not durable:  # before the folder is listed: sync_folders takes both, in that order
-        _unflushed.setdefault(folder, []).append(name)
-    _unsynced.add(folder)
-    return target
 
 
-def _holds(name: str, data: bytes) -> bool:
-    """The regular file ``name`` holds exactly ``data`` (its size is already known)."""
+def _holds(name: str, status: os.stat_result, data: bytes) -> bool:
+    """``name`` (``status``: its ``lstat``) is a regular file holding exactly ``data``."""
+    if not stat.S_ISREG(status.st_mode) or status.st_size != len(data):
+        return False  # a link, a folder, or another size: not even read
     try:
         with open(name, "rb") as handle:  # noqa: PTH123 - a plain string path
             return handle.read(len(data) + 1) == data

@@ -245,3 +245,17 @@ def test_the_environment_is_read_again_when_it_changes_between_writes(
         loopsim.write_transcript(target, transcript)
     monkeypatch.delenv(ENV_NAME)
     loopsim.write_transcript(target, transcript)
+
+
+def test_a_file_already_holding_the_leaking_text_does_not_let_it_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # write_atomic keeps a file that already holds the bytes; the scan comes first, so a
+    # planted copy of a leaking transcript is no way around it.
+    monkeypatch.setenv(ENV_NAME, ENV_VALUE)
+    agent = loopsim.Agent(ScriptedChatClient([f"it is {ENV_VALUE}"]), name="a")
+    _, transcript = loopsim.record(agent.run, "hi")
+    target = tmp_path / "t.transcript.json"
+    target.write_text(transcript.to_json(), encoding="utf-8")
+    with pytest.raises(loopsim.TranscriptError, match="a known secret value"):
+        loopsim.write_transcript(target, transcript)
